@@ -1,0 +1,106 @@
+"""The `rasql` sqlglot dialect: Spark SQL plus RaSQL's recursive-aggregate CTE heads.
+
+Two additions to Spark's grammar:
+
+* a CTE head column may be an aggregate, `min() AS Cost`, `mmin AS Cost`, `count() Cnt`
+  (parsed into `AggregateColumn`);
+* the RaSQL body form `AS (SELECT ...) UNION (SELECT ...)`: branches chained after the
+  parenthesised first branch, with no outer parentheses.
+
+Importing this module registers the dialect, so `sqlglot.parse_one(q, read="rasql")` works.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.dialects.spark import Spark
+from sqlglot.generators.spark import SparkGenerator
+from sqlglot.parsers.spark import SparkParser
+from sqlglot.tokens import TokenType
+
+# RaSQL's spellings that may omit the parentheses: `mmin AS Cost`.
+PAREN_FREE_AGGREGATES = {"MMIN", "MMAX", "MSUM", "MCOUNT"}
+
+
+class AggregateColumn(exp.Expression):
+    """A CTE head column `func() AS name`; `func` is kept as written (the planner validates it)."""
+
+    arg_types = {"this": True, "func": True}
+
+    @property
+    def name(self) -> str:
+        return self.this.name
+
+    @property
+    def func(self) -> str:
+        return self.args["func"]
+
+
+# Tokens after which a bare `From` is a column name, not the FROM clause (`SELECT From, To`).
+FOLLOWS_COLUMN = {
+    TokenType.COMMA, TokenType.FROM, TokenType.R_PAREN, TokenType.EQ, TokenType.NEQ,
+    TokenType.LT, TokenType.LTE, TokenType.GT, TokenType.GTE, TokenType.PLUS, TokenType.DASH,
+    TokenType.STAR, TokenType.SLASH, TokenType.AND, TokenType.OR, TokenType.ALIAS,
+}
+
+
+class RaSQLParser(SparkParser):
+    def _parse_primary(self) -> exp.Expr | None:
+        # Spark accepts the reserved word FROM as a column name; RaDlog's queries use it.
+        if (
+            self._curr
+            and self._curr.token_type == TokenType.FROM
+            and self._next
+            and self._next.token_type in FOLLOWS_COLUMN
+            and self._prev
+            and self._prev.token_type != TokenType.FROM
+        ):
+            self._advance()
+            return exp.column(exp.to_identifier(self._prev.text))
+        return super()._parse_primary()
+
+    def _parse_cte(self) -> exp.CTE | exp.FunctionSpecification | None:
+        cte = super()._parse_cte()
+        if isinstance(cte, exp.CTE) and self._curr and self._curr.token_type in self.SET_OPERATIONS:
+            # RaSQL form: `(base) UNION (recursive)` continues after the first parenthesis.
+            cte.set("this", self._parse_set_operations(cte.this))
+            cte.meta["rasql_form"] = True
+        return cte
+
+    def _parse_function_parameter(self) -> exp.Expr | None:
+        return self._parse_aggregate_column() or super()._parse_function_parameter()
+
+    def _parse_aggregate_column(self) -> AggregateColumn | None:
+        """`name() [AS] alias` or `mname [AS] alias`; anything else is not ours (retreat)."""
+        start = self._index
+        func_token = self._curr
+        if func_token is None or func_token.token_type == TokenType.STRING:
+            return None
+        self._advance()
+        has_parens = self._match_pair(TokenType.L_PAREN, TokenType.R_PAREN)
+        if not has_parens and func_token.text.upper() not in PAREN_FREE_AGGREGATES:
+            self._retreat(start)
+            return None
+        self._match(TokenType.ALIAS)
+        alias = self._parse_id_var(any_token=False)
+        if alias is None:
+            self._retreat(start)
+            return None
+        column = AggregateColumn(this=alias, func=func_token.text)
+        column.meta.update(line=func_token.line, col=func_token.col, start=func_token.start)
+        return column
+
+
+def _aggregate_column_sql(generator: SparkGenerator, expression: AggregateColumn) -> str:
+    return f"{expression.func}() AS {generator.sql(expression, 'this')}"
+
+
+class RaSQLGenerator(SparkGenerator):
+    TRANSFORMS = {**SparkGenerator.TRANSFORMS, AggregateColumn: _aggregate_column_sql}
+
+
+class RaSQL(Spark):
+    """Registered as `rasql` by sqlglot's dialect metaclass (the lower-cased class name)."""
+
+    Parser = RaSQLParser
+    Generator = RaSQLGenerator

@@ -1,0 +1,316 @@
+"""Stage 2: a parsed query -> `QueryPlan` (recursive groups, strata, delta rules, partitioning).
+
+`plan_query` returns None for a query that needs nothing from recsql (no recursion, no head
+aggregate): such a query goes to Spark untouched.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from recsql.errors import RecSQLAnalysisError
+from recsql.parser.dialect import AggregateColumn
+from recsql.planner import checks
+from recsql.planner.catalog import Catalog
+from recsql.planner.locate import locate
+from recsql.planner.model import (
+    AGGREGATES,
+    ALL,
+    DELTA,
+    BaseRelation,
+    Branch,
+    CTEPlan,
+    GroupStep,
+    HeadColumn,
+    QueryPlan,
+    Ref,
+    Step,
+    ViewStep,
+)
+from recsql.planner.scc import strongly_connected
+
+NOT_PREMAPPABLE = (
+    "it is not pre-mappable: its value over a union is not a function of its values over the "
+    "parts, so it cannot be pushed into the recursion (use min, max, sum or count)"
+)
+
+
+@dataclass
+class CTEDef:
+    """A CTE as written, before planning."""
+
+    name: str
+    node: exp.CTE
+    body: exp.Query
+    column_list: list[exp.Expr] | None
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+    @property
+    def has_head_aggregate(self) -> bool:
+        return any(isinstance(c, AggregateColumn) for c in self.column_list or [])
+
+
+def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
+    """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is."""
+    with_ = query.args.get("with_")
+    if not isinstance(with_, exp.With):
+        return None
+    defs = _cte_defs(with_)
+    deps = {key: _references(d.body, defs) for key, d in defs.items()}
+    components = strongly_connected(list(defs), deps)
+    recursive = [c for c in components if len(c) > 1 or c[0] in deps[c[0]]]
+    if not recursive and not any(d.has_head_aggregate for d in defs.values()):
+        return None
+    checks.check_tables(query, sql, catalog, set(defs))
+    query = query.copy()
+    query.set("with_", None)
+    planner = _Planner(sql, catalog, defs, deps)
+    steps = [planner.step(component) for component in components]
+    final = planner.bind_ctes(query, set(defs))
+    plan = QueryPlan(steps=steps, final=final, sql=sql)
+    plan.parameters = {p.name for p in query.find_all(exp.Placeholder) if not p.args.get("widget")}
+    for step in steps:
+        for node in _step_queries(step):
+            plan.parameters |= {
+                p.name for p in node.find_all(exp.Placeholder) if not p.args.get("widget")
+            }
+    return plan
+
+
+def _step_queries(step: Step) -> list[exp.Expr]:
+    if isinstance(step, ViewStep):
+        return [step.query]
+    return [b.select for cte in step.ctes for b in cte.branches]
+
+
+def _cte_defs(with_: exp.With) -> dict[str, CTEDef]:
+    defs: dict[str, CTEDef] = {}
+    for cte in with_.expressions:
+        name = cte.alias
+        alias = cte.args.get("alias")
+        columns = list(alias.columns) if alias is not None and alias.columns else None
+        d = CTEDef(name=name, node=cte, body=cte.this, column_list=columns)
+        if d.key in defs:
+            raise RecSQLAnalysisError(
+                f"CTE `{name}` is defined twice in one WITH clause; rename one of them",
+                condition="RECSQL_DUPLICATE_CTE",
+                **locate(alias.this if alias else cte),
+            )
+        defs[d.key] = d
+    return defs
+
+
+def _references(node: exp.Expr, defs: dict[str, CTEDef]) -> set[str]:
+    return {t.name.lower() for t in _cte_tables(node, defs)}
+
+
+def _cte_tables(node: exp.Expr, names) -> list[exp.Table]:
+    return [
+        t
+        for t in node.find_all(exp.Table)
+        if isinstance(t.this, exp.Identifier) and not t.args.get("db") and t.name.lower() in names
+    ]
+
+
+def branches_of(body: exp.Query) -> tuple[list[exp.Query], list[bool]]:
+    """Flatten `b1 UNION [ALL] b2 ...` into its branches and, per separator, whether it is ALL."""
+    if isinstance(body, exp.Union) and not _has_modifiers(body):
+        left, left_all = branches_of(body.this)
+        right, right_all = branches_of(body.expression)
+        return left + right, left_all + [not body.args.get("distinct")] + right_all
+    if isinstance(body, exp.Subquery) and not body.alias and isinstance(body.this, exp.Query):
+        return branches_of(body.this)
+    return [body], []
+
+
+def _has_modifiers(query: exp.Expr) -> bool:
+    return any(query.args.get(k) for k in ("order", "limit", "offset"))
+
+
+class _Planner:
+    def __init__(self, sql, catalog, defs, deps) -> None:
+        self.sql = sql
+        self.catalog = catalog
+        self.defs = defs
+        self.deps = deps
+        self.strata: dict[str, int] = {}
+
+    def step(self, component: list[str]) -> Step:
+        stratum = 1 + max(
+            (self.strata[d] for key in component for d in self.deps[key] if d not in component),
+            default=-1,
+        )
+        for key in component:
+            self.strata[key] = stratum
+        members = set(component)
+        is_group = len(component) > 1 or component[0] in self.deps[component[0]]
+        first = self.defs[component[0]]
+        if not is_group and not first.has_head_aggregate:
+            query = self.bind_ctes(first.body.copy(), set(self.strata) - members)
+            return ViewStep(name=first.name, query=query, stratum=stratum)
+        ctes = [self.cte(self.defs[key], members) for key in component]
+        step = GroupStep(ctes=ctes, stratum=stratum)
+        checks.check_group(step, self.sql)
+        return step
+
+    def cte(self, d: CTEDef, members: set[str]) -> CTEPlan:
+        bodies, alls = branches_of(d.body.copy())
+        bag = bool(alls) and all(alls)
+        head = self.head(d, bodies[0])
+        cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag)
+        if bag and cte.aggregates:
+            raise RecSQLAnalysisError(
+                f"CTE `{d.name}` has head aggregates but its branches are joined by UNION ALL; "
+                "aggregates need set recursion: use UNION",
+                condition="RECSQL_AGGREGATE_WITH_UNION_ALL",
+                **locate(d.node.args["alias"].this),
+            )
+        for index, body in enumerate(bodies, start=1):
+            cte.branches.append(self.branch(cte, index, body, members))
+        return cte
+
+    def head(self, d: CTEDef, first_branch: exp.Query) -> tuple[HeadColumn, ...]:
+        if d.column_list is None:
+            return tuple(HeadColumn(name) for name in _output_names(first_branch))
+        return tuple(self.head_column(c) for c in d.column_list)
+
+    def head_column(self, column: exp.Expr) -> HeadColumn:
+        if isinstance(column, AggregateColumn):
+            agg = AGGREGATES.get(column.func.lower())
+            if agg is None:
+                raise RecSQLAnalysisError(
+                    f"Head aggregate `{column.func}()` of column `{column.name}` is not "
+                    f"supported: {NOT_PREMAPPABLE}",
+                    condition="RECSQL_UNSUPPORTED_HEAD_AGGREGATE",
+                    **locate(column, self.sql),
+                )
+            return HeadColumn(column.name, agg)
+        return HeadColumn(column.name)
+
+    def branch(self, cte: CTEPlan, index: int, body: exp.Query, members: set[str]) -> Branch:
+        checks.check_branch_columns(cte, index, body, self.sql)
+        group_tables = _cte_tables(body, members)
+        refs = []
+        for k, table in enumerate(group_tables):
+            ref = Ref(binding=f"rq_r{k}", cte=table.name.lower(), alias=table.alias_or_name)
+            refs.append(ref)
+            table.replace(_bound_table(ref.binding, ref.alias))
+        branch = Branch(index=index, select=body, refs=tuple(refs))
+        if not branch.recursive:
+            self.bind_ctes(body, set(self.strata) - members)
+            if cte.summing:
+                branch.contributor = tuple(_output_exprs(body))
+            return branch
+        checks.check_recursive_branch(cte, branch, self.group_ctes(members), self.sql)
+        branch.variants = _variants(len(refs), cte.bag)
+        if cte.summing:
+            branch.contributor = self.contributor(branch, members)
+        branch.bases = self.bind_bases(branch, members)
+        self.bind_ctes(body, set(self.strata) - members)
+        return branch
+
+    def group_ctes(self, members: set[str]) -> dict[str, CTEDef]:
+        return {k: self.defs[k] for k in members}
+
+    def head_of(self, key: str) -> list[HeadColumn]:
+        d = self.defs[key]
+        return list(self.head(d, branches_of(d.body)[0][0]))
+
+    def contributor(self, branch: Branch, members: set[str]) -> tuple[exp.Expr, ...]:
+        """A recursive branch's contributor: the group key of each recursive row it reads, plus
+        the join columns of the other tables when it joins two or more (DIALECT section 2)."""
+        parts: list[exp.Expr] = []
+        for ref in branch.refs:
+            for column in self.head_of(ref.cte):
+                if column.agg is None:
+                    parts.append(exp.column(column.name, table=ref.alias, quoted=True))
+        ref_aliases = {r.alias.lower() for r in branch.refs}
+        others = [t for t in _source_tables(branch.select) if t.alias_or_name.lower() not in ref_aliases]
+        if len(others) >= 2:
+            other_aliases = {t.alias_or_name.lower() for t in others}
+            for left, right in checks.equi_joins(branch.select):
+                for side in (left, right):
+                    if side.table.lower() in other_aliases:
+                        parts.append(side.copy())
+        return tuple(parts)
+
+    def bind_bases(self, branch: Branch, members: set[str]) -> tuple[BaseRelation, ...]:
+        """Base tables joined to a recursive reference on that reference's group-key columns are
+        pre-partitioned by their join columns, so the join needs no shuffle of the base side."""
+        ref_keys = {
+            r.alias.lower(): [c.name.lower() for c in self.head_of(r.cte) if c.agg is None]
+            for r in branch.refs
+        }
+        join_columns: dict[str, dict[int, str]] = {}
+        for left, right in checks.equi_joins(branch.select):
+            for ref_side, base_side in ((left, right), (right, left)):
+                keys = ref_keys.get(ref_side.table.lower())
+                if keys and ref_side.name.lower() in keys and base_side.table.lower() not in ref_keys:
+                    slot = keys.index(ref_side.name.lower())
+                    join_columns.setdefault(base_side.table.lower(), {})[slot] = base_side.name
+        bases = []
+        for table in _source_tables(branch.select):
+            columns = join_columns.get(table.alias_or_name.lower())
+            if not columns or table.name.lower() in self.defs or not isinstance(table.this, exp.Identifier):
+                continue
+            binding = f"rq_base_{len(bases)}"
+            bases.append(BaseRelation(binding, _table_sql(table), tuple(columns[k] for k in sorted(columns))))
+            table.replace(_bound_table(binding, table.alias_or_name))
+        return tuple(bases)
+
+    def bind_ctes(self, node: exp.Expr, names: set[str]) -> exp.Expr:
+        """Replace references to completed CTEs by `{cte_<name>}` bindings."""
+        for table in _cte_tables(node, names):
+            table.replace(_bound_table(cte_binding(table.name), table.alias_or_name))
+        return node
+
+
+def cte_binding(name: str) -> str:
+    return f"rq_cte_{name.lower()}"
+
+
+def _bound_table(binding: str, alias: str) -> exp.Table:
+    return exp.Table(
+        this=exp.Placeholder(this=exp.to_identifier(binding), widget=True),
+        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
+    )
+
+
+def _table_sql(table: exp.Table) -> str:
+    bare = table.copy()
+    bare.set("alias", None)
+    return bare.sql("rasql")
+
+
+def _variants(n_refs: int, bag: bool) -> tuple[tuple[str, ...], ...]:
+    """Semi-naive delta rules: one variant per reference, that reference reading the delta and
+    the others the whole relation. UNION ALL reads only the previous step."""
+    if bag:
+        return ((DELTA,) * n_refs,)
+    return tuple(tuple(DELTA if i == j else ALL for i in range(n_refs)) for j in range(n_refs))
+
+
+def _source_tables(select: exp.Expr) -> list[exp.Table]:
+    """Tables in the FROM and JOIN clauses of the top-level select."""
+    tables = []
+    from_ = select.args.get("from_")
+    if from_ is not None and isinstance(from_.this, exp.Table):
+        tables.append(from_.this)
+    for join in select.args.get("joins") or []:
+        if isinstance(join.this, exp.Table):
+            tables.append(join.this)
+    return tables
+
+
+def _output_exprs(query: exp.Query) -> list[exp.Expr]:
+    select = query if isinstance(query, exp.Select) else query.find(exp.Select)
+    return [e.unalias().copy() for e in select.expressions] if select else []
+
+
+def _output_names(query: exp.Query) -> list[str]:
+    return [e.alias_or_name or e.sql("rasql") for e in query.selects]

@@ -1,0 +1,231 @@
+"""The rules of DIALECT.md section 3, each a small function raising `RecSQLAnalysisError`."""
+
+from __future__ import annotations
+
+import difflib
+
+from sqlglot import exp
+
+from recsql.errors import RecSQLAnalysisError
+from recsql.planner.locate import locate
+
+# Constructs a recursive branch may not contain, with the reason given to the user.
+FORBIDDEN_IN_RECURSIVE_BRANCH = (
+    (exp.AggFunc, "aggregation", "put the aggregate in the CTE head, e.g. `min() AS Cost`"),
+    (exp.Group, "GROUP BY", "put the aggregate in the CTE head; the head's other columns group"),
+    (exp.Window, "a window function", "compute it in the final query, outside the recursion"),
+    (exp.Limit, "LIMIT", "limit the final query instead"),
+)
+
+
+def check_branch_columns(cte, index: int, body: exp.Query, sql: str) -> None:
+    selects = body.selects
+    if any(isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star) for s in selects):
+        return  # Spark expands `*`; the executor checks the analysed width
+    if len(selects) != len(cte.head):
+        head = ", ".join(c.render() for c in cte.head)
+        got = ", ".join(s.sql("rasql") for s in selects)
+        raise RecSQLAnalysisError(
+            f"Branch {index} of CTE `{cte.name}` yields {len(selects)} column(s) ({got}) but the "
+            f"head `{cte.name}({head})` has {len(cte.head)}; make them agree",
+            condition="RECSQL_HEAD_BRANCH_MISMATCH",
+            **locate(body, sql),
+        )
+
+
+def check_recursive_branch(cte, branch, group_defs: dict, sql: str) -> None:
+    _check_forbidden(cte, branch, sql)
+    _check_negation(cte, branch, sql)
+    if cte.bag and len(branch.refs) > 1:
+        raise RecSQLAnalysisError(
+            f"Branch {branch.index} of CTE `{cte.name}` reads its recursive group "
+            f"{len(branch.refs)} times; with UNION ALL a branch may read it only once "
+            "(use UNION for non-linear recursion)",
+            condition="RECSQL_NONLINEAR_UNION_ALL",
+            **locate(branch.select, sql),
+        )
+    _check_ref_columns(cte, branch, group_defs, sql)
+    _check_aggregate_keys(cte, branch, group_defs, sql)
+
+
+def _check_ref_columns(cte, branch, group_defs: dict, sql: str) -> None:
+    """`path.Cst` where `path` is a recursive reference: name the head's columns (rule 4)."""
+    heads = {r.alias.lower(): (r, _head_names(group_defs[r.cte])) for r in branch.refs}
+    for column in branch.select.find_all(exp.Column):
+        table = column.table.lower()
+        if table in heads and column.name.lower() not in {n.lower() for n in heads[table][1]}:
+            ref, names = heads[table]
+            raise RecSQLAnalysisError(
+                f"Column `{column.name}` of `{ref.alias}` cannot be resolved in recursive branch "
+                f"{branch.index} of `{cte.name}`{did_you_mean(column.name, names)} "
+                f"(the head declares {', '.join(names)})",
+                condition="RECSQL_UNKNOWN_COLUMN",
+                **locate(column, sql),
+            )
+
+
+def _head_names(d) -> list[str]:
+    if d.column_list is None:
+        from recsql.planner.build import branches_of
+
+        return [s.alias_or_name for s in branches_of(d.body)[0][0].selects]
+    return [c.name for c in d.column_list]
+
+
+def check_group(step, sql: str) -> None:
+    if not any(cte.base_branches for cte in step.ctes):
+        names = ", ".join(f"`{n}`" for n in step.names)
+        raise RecSQLAnalysisError(
+            f"Recursive CTE {names} has no base branch: every branch reads the CTE itself, so "
+            "the recursion has nothing to start from; add a branch that does not reference it",
+            condition="RECSQL_NO_BASE_BRANCH",
+            **locate(step.ctes[0].branches[0].select, sql),
+        )
+
+
+def _own_nodes(select: exp.Expr, kind):
+    """Nodes of `kind` in `select` itself, not inside nested subqueries."""
+    for node in select.find_all(kind):
+        parent = node.parent
+        nested = False
+        while parent is not None and parent is not select:
+            if isinstance(parent, (exp.Subquery, exp.Exists)) or (
+                isinstance(parent, exp.Select) and parent is not select
+            ):
+                nested = True
+                break
+            parent = parent.parent
+        if not nested:
+            yield node
+
+
+def _check_forbidden(cte, branch, sql: str) -> None:
+    for kind, what, fix in FORBIDDEN_IN_RECURSIVE_BRANCH:
+        for node in _own_nodes(branch.select, kind):
+            raise RecSQLAnalysisError(
+                f"Recursive branch {branch.index} of CTE `{cte.name}` uses {what}, which is not "
+                f"allowed inside the recursion: {fix}",
+                condition="RECSQL_FORBIDDEN_IN_RECURSION",
+                **locate(node, sql),
+            )
+
+
+def _check_negation(cte, branch, sql: str) -> None:
+    """Negation over the CTE's own recursive group is not monotone (DIALECT section 3, rule 2)."""
+    bindings = {r.binding for r in branch.refs}
+
+    def reads_group(node: exp.Expr) -> bool:
+        return any(
+            isinstance(t.this, exp.Placeholder) and t.this.name in bindings
+            for t in node.find_all(exp.Table)
+        )
+
+    negations = [n.this for n in branch.select.find_all(exp.Not)]
+    negations += list(branch.select.find_all(exp.Except))
+    negations += [
+        j for j in branch.select.find_all(exp.Join) if (j.args.get("kind") or "").upper() == "ANTI"
+    ]
+    for node in negations:
+        if node is not None and reads_group(node):
+            raise RecSQLAnalysisError(
+                f"Recursive branch {branch.index} of CTE `{cte.name}` negates its own recursive "
+                "group (NOT EXISTS / NOT IN / EXCEPT / ANTI JOIN), which is not monotone; negate "
+                "only CTEs completed in an earlier stratum",
+                condition="RECSQL_NONMONOTONE_NEGATION",
+                **locate(node, sql),
+            )
+
+
+def equi_joins(select: exp.Expr) -> list[tuple[exp.Column, exp.Column]]:
+    """`a.x = b.y` conjuncts of the WHERE clause and JOIN ... ON conditions."""
+    conditions = []
+    where = select.args.get("where")
+    if where is not None:
+        conditions.append(where.this)
+    for join in select.args.get("joins") or []:
+        if join.args.get("on") is not None:
+            conditions.append(join.args["on"])
+    pairs = []
+    for condition in conditions:
+        for conjunct in condition.flatten() if isinstance(condition, exp.And) else [condition]:
+            if (
+                isinstance(conjunct, exp.EQ)
+                and isinstance(conjunct.this, exp.Column)
+                and isinstance(conjunct.expression, exp.Column)
+            ):
+                pairs.append((conjunct.this, conjunct.expression))
+    return pairs
+
+
+def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
+    """An aggregated column is never an equi-join key or a group key in its own group (rule 1)."""
+    aggregated = _aggregated_columns(branch, group_defs)
+    rule = (
+        "an aggregated column is never a join, grouping or partition key inside its own "
+        "recursive group (DIALECT section 3, rule 1): rows are placed by their group key, so "
+        "join on a group-key column instead"
+    )
+    for left, right in equi_joins(branch.select):
+        for side in (left, right):
+            if _is_aggregated(side, aggregated):
+                raise RecSQLAnalysisError(
+                    f"`{side.sql('rasql')}` is an aggregated column of `{aggregated[side.table.lower()][1]}` "
+                    f"used as an equi-join key in recursive branch {branch.index} of `{cte.name}`: {rule}",
+                    condition="RECSQL_AGGREGATE_AS_KEY",
+                    **locate(side, sql),
+                )
+    for item, head in zip(branch.select.selects, cte.head):
+        if head.agg is not None:
+            continue
+        for column in item.find_all(exp.Column):
+            if _is_aggregated(column, aggregated):
+                raise RecSQLAnalysisError(
+                    f"`{column.sql('rasql')}` is an aggregated column of `{aggregated[column.table.lower()][1]}` "
+                    f"feeding group-key column `{head.name}` of `{cte.name}` in "
+                    f"recursive branch {branch.index}: {rule}",
+                    condition="RECSQL_AGGREGATE_AS_KEY",
+                    **locate(column, sql),
+                )
+
+
+def _aggregated_columns(branch, group_defs: dict) -> dict[str, tuple[set[str], str]]:
+    """alias -> (aggregated column names, CTE name) for the branch's recursive references."""
+    from recsql.parser.dialect import AggregateColumn
+
+    result = {}
+    for ref in branch.refs:
+        d = group_defs[ref.cte]
+        names = {c.name.lower() for c in d.column_list or [] if isinstance(c, AggregateColumn)}
+        result[ref.alias.lower()] = (names, d.name)
+    return result
+
+
+def _is_aggregated(column: exp.Column, aggregated: dict) -> bool:
+    table = column.table.lower()
+    if table:
+        return table in aggregated and column.name.lower() in aggregated[table][0]
+    return any(column.name.lower() in names for names, _ in aggregated.values())
+
+
+def check_tables(node: exp.Expr, sql: str, catalog, known_ctes: set[str]) -> None:
+    """Every plain table the query reads exists (rule 4), else name the nearest known ones."""
+    for table in node.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier) or table.args.get("db"):
+            continue
+        name = table.name
+        if name.lower() in known_ctes or catalog.columns(name) is not None:
+            continue
+        candidates = sorted(set(catalog.tables()) | known_ctes)
+        raise RecSQLAnalysisError(
+            f"Table or view `{name}` cannot be found{did_you_mean(name, candidates)}",
+            condition="RECSQL_UNKNOWN_TABLE",
+            **locate(table, sql),
+        )
+
+
+def did_you_mean(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name.lower(), [c.lower() for c in candidates], n=3, cutoff=0.5)
+    lookup = {c.lower(): c for c in candidates}
+    if not close:
+        return ""
+    return ". Did you mean " + ", ".join(f"`{lookup[c]}`" for c in close) + "?"

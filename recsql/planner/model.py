@@ -1,0 +1,158 @@
+"""Plan objects: what the planner decides, in a form the executor runs and people can read.
+
+A `QueryPlan` is a list of `Step`s in dependency order (strata): plain CTEs (`ViewStep`) and
+recursive groups (`GroupStep`), then the final query. Branch ASTs already have every relation the
+executor must supply replaced by a `{binding}` placeholder:
+
+* `{r<k>}`: the k-th reference of a branch to a CTE of its own recursive group (delta or all);
+* `{cte_<name>}`: a completed CTE of an earlier stratum;
+* `{base_<k>}`: a base table the executor pre-partitions by its join columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+# Head aggregate spellings -> canonical function (DIALECT section 2).
+AGGREGATES = {
+    "min": "min", "mmin": "min",
+    "max": "max", "mmax": "max",
+    "sum": "sum", "msum": "sum",
+    "count": "count", "mcount": "count",
+}
+# Aggregates whose value is a sum over contributors (the others are extrema).
+SUMMING = {"sum", "count"}
+
+DELTA, ALL = "delta", "all"
+
+
+@dataclass(frozen=True)
+class HeadColumn:
+    name: str
+    agg: str | None = None  # canonical aggregate, None for a group-key column
+
+    def render(self) -> str:
+        return f"{self.agg}() AS {self.name}" if self.agg else self.name
+
+
+@dataclass(frozen=True)
+class Ref:
+    """A branch's reference to a CTE of its own recursive group."""
+
+    binding: str  # placeholder name in the branch AST
+    cte: str  # canonical (lower-case) CTE name
+    alias: str  # the name the branch uses for it
+
+
+@dataclass(frozen=True)
+class BaseRelation:
+    """A base table in a recursive branch, pre-partitioned by the columns it joins a ref on."""
+
+    binding: str
+    table: str  # the table's SQL name (as written)
+    columns: tuple[str, ...]  # partition columns, in the order of the ref's partition key
+
+
+@dataclass
+class Branch:
+    index: int  # 1-based position in the CTE body
+    select: exp.Query  # the branch with bindings in place
+    refs: tuple[Ref, ...] = ()
+    variants: tuple[tuple[str, ...], ...] = ()  # semi-naive: DELTA/ALL per ref, per variant
+    contributor: tuple[exp.Expr, ...] = ()  # sum/count: what identifies a contributor
+    bases: tuple[BaseRelation, ...] = ()
+
+    @property
+    def recursive(self) -> bool:
+        return bool(self.refs)
+
+
+@dataclass
+class CTEPlan:
+    name: str  # as written
+    head: tuple[HeadColumn, ...]
+    branches: list[Branch]
+    bag: bool = False  # UNION ALL: no deduplication, no aggregates
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+    @property
+    def columns(self) -> list[str]:
+        return [c.name for c in self.head]
+
+    @property
+    def group_key(self) -> list[str]:
+        return [c.name for c in self.head if c.agg is None]
+
+    @property
+    def aggregates(self) -> list[HeadColumn]:
+        return [c for c in self.head if c.agg]
+
+    @property
+    def partition_key(self) -> list[str]:
+        """Rows are placed by their group key, never by an aggregated column (PARALAGG IV-A)."""
+        return self.group_key
+
+    @property
+    def summing(self) -> bool:
+        return any(c.agg in SUMMING for c in self.head)
+
+    @property
+    def base_branches(self) -> list[Branch]:
+        return [b for b in self.branches if not b.recursive]
+
+    @property
+    def recursive_branches(self) -> list[Branch]:
+        return [b for b in self.branches if b.recursive]
+
+
+@dataclass
+class ViewStep:
+    """A CTE with no recursion and no head aggregate: an ordinary Spark query."""
+
+    name: str
+    query: exp.Query
+    stratum: int
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+@dataclass
+class GroupStep:
+    """CTEs that reach their fixpoint together (one CTE unless mutually recursive)."""
+
+    ctes: list[CTEPlan]
+    stratum: int
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.ctes]
+
+    @property
+    def recursive(self) -> bool:
+        return any(c.recursive_branches for c in self.ctes)
+
+
+Step = ViewStep | GroupStep
+
+
+@dataclass
+class QueryPlan:
+    steps: list[Step]
+    final: exp.Query  # the main query, CTE references bound as `{cte_<name>}`
+    sql: str = ""
+    parameters: set[str] = field(default_factory=set)  # `:name` markers used
+
+    @property
+    def groups(self) -> list[GroupStep]:
+        return [s for s in self.steps if isinstance(s, GroupStep)]
+
+    @property
+    def recursive(self) -> bool:
+        return bool(self.groups)
