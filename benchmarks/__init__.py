@@ -1,0 +1,1 @@
+"""recsql benchmark suite: `python -m benchmarks.run [--quick]` (see README.md)."""

@@ -1,0 +1,168 @@
+"""Measurement helpers: the Spark session, machine/version facts, peak memory, run timing.
+
+Peak resident memory is read from /proc (no psutil needed): before each run the harness writes
+"5" to /proc/<pid>/clear_refs, which resets the kernel's peak-RSS counter (VmHWM), and after the
+run reads VmHWM, for the Python driver and for its JVM child (the `java` process whose parent is
+this Python process). If the reset is not permitted, VmHWM is the peak since process start and the
+report says so.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import re
+import statistics
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+
+
+# ---------------------------------------------------------------- Spark session
+def start_spark(shuffle_partitions: int, driver_memory: str = "8g"):
+    """Create the shared local[2] session; returns (spark, seconds to session, seconds to first job)."""
+    t0 = time.perf_counter()
+    from pyspark.sql import SparkSession
+
+    spark = (SparkSession.builder.master("local[2]")
+             .appName("recsql-benchmarks")
+             .config("spark.driver.memory", driver_memory)
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+             .config("spark.ui.showConsoleProgress", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    t1 = time.perf_counter()
+    spark.range(1).count()
+    t2 = time.perf_counter()
+    return spark, t1 - t0, t2 - t1
+
+
+# ---------------------------------------------------------------- machine and versions
+def machine() -> dict:
+    model = platform.processor() or "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = None
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem_gib = int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return {"cores": os.cpu_count(), "memory_gib": mem_gib, "cpu": model,
+            "os": f"{platform.system()} {platform.release()}"}
+
+
+def versions(spark=None) -> dict:
+    import duckdb
+    import networkx
+    import numpy
+    import pyarrow
+    import pyspark
+    import scipy
+
+    java = "?"
+    if spark is not None:
+        jvm = spark.sparkContext._jvm
+        java = f"{jvm.System.getProperty('java.version')} ({jvm.System.getProperty('java.vm.name')})"
+    else:
+        try:
+            out = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
+            java = out.splitlines()[0]
+        except OSError:
+            pass
+    return {"python": platform.python_version(), "pyspark": pyspark.__version__,
+            "spark": spark.version if spark is not None else "?", "java": java,
+            "duckdb": duckdb.__version__, "scipy": scipy.__version__, "numpy": numpy.__version__,
+            "networkx": networkx.__version__, "pyarrow": pyarrow.__version__}
+
+
+# ---------------------------------------------------------------- peak memory
+def _children_named(pid: int, name: str) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except OSError:
+            continue
+        m = re.match(r"\d+ \((.*)\) \S (\d+)", stat)
+        if m and int(m.group(2)) == pid and m.group(1) == name:
+            out.append(int(entry))
+    return out
+
+
+def _status_kib(pid: int, key: str) -> int | None:
+    try:
+        for line in open(f"/proc/{pid}/status"):
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class PeakMemory:
+    """Peak RSS of the Python driver and its JVM, per run."""
+
+    def __init__(self):
+        self.py = os.getpid()
+        self.jvm = None
+        self.resettable = True
+
+    def find_jvm(self):
+        kids = _children_named(self.py, "java")
+        self.jvm = kids[0] if kids else None
+
+    def reset(self):
+        for pid in (self.py, self.jvm):
+            if pid is None:
+                continue
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as fh:
+                    fh.write("5")
+            except OSError:
+                self.resettable = False
+
+    def read(self) -> dict:
+        """Peak RSS in MiB since the last reset."""
+        py = _status_kib(self.py, "VmHWM")
+        jvm = _status_kib(self.jvm, "VmHWM") if self.jvm else None
+        return {"py_mib": py / 1024 if py else None, "jvm_mib": jvm / 1024 if jvm else None}
+
+
+# ---------------------------------------------------------------- timing
+class Watchdog:
+    """Calls `cancel` once if the run is still going at `seconds`."""
+
+    def __init__(self, seconds: float, cancel):
+        self.timer = threading.Timer(seconds, cancel)
+        self.timer.daemon = True
+
+    def __enter__(self):
+        self.timer.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.timer.cancel()
+
+
+@dataclass
+class Summary:
+    median: float
+    low: float
+    high: float
+    n: int
+
+
+def summarize(xs: list[float]) -> Summary | None:
+    if not xs:
+        return None
+    return Summary(statistics.median(xs), min(xs), max(xs), len(xs))

@@ -1,0 +1,125 @@
+"""The public entry points. Each only chains the stages: parse -> plan -> execute."""
+
+from __future__ import annotations
+
+import string
+from typing import Any, Callable
+
+from pyspark.errors import AnalysisException, ParseException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.utils import get_lit_sql_str
+
+from recsql.errors import RecSQLError
+from recsql.executor.fixpoint import IterationStats
+from recsql.executor.run import Result, Runner, run_statement
+from recsql.executor.session import resolve
+from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs
+from recsql.parser import parse_statement, split_statements
+from recsql.settings import Settings
+
+Progress = Callable[[IterationStats], None]
+
+
+def sql(query: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
+        conf: dict[str, Any] | None = None, **kwargs: Any) -> DataFrame:
+    """Run one statement like `SparkSession.sql`, with RaSQL recursion; returns a DataFrame.
+
+    `args` binds `:name` markers; keyword arguments fill `{name}` placeholders (DataFrames become
+    relations). `conf` overrides `spark.recsql.*` settings for this call only.
+    """
+    return run(query, args, spark=spark, conf=conf, **kwargs).df
+
+
+def run(query: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
+        conf: dict[str, Any] | None = None, progress: Progress | None = None,
+        **kwargs: Any) -> Result:
+    """Like `sql`, but returns a `Result` with `.df` and per-iteration `.stats`."""
+    spark = resolve(spark)
+    runner = _runner(spark, args, conf, progress)
+    text, frames = _format(query, kwargs)
+    runner.frames = frames
+    statement = parse_statement(text)
+
+    def passthrough() -> DataFrame:
+        return _spark_sql(spark, query, args, kwargs)
+
+    try:
+        return run_statement(runner, statement, passthrough)
+    except RecSQLError as error:
+        raise error.with_sql(statement.text) from None
+
+
+def script(text: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
+           conf: dict[str, Any] | None = None, progress: Progress | None = None,
+           **kwargs: Any) -> Result:
+    """Run the `;`-separated statements of `text` in order; return the last one's result."""
+    result = None
+    for statement in split_statements(text):
+        result = run(statement, args, spark=spark, conf=conf, progress=progress, **kwargs)
+    if result is None:
+        raise RecSQLError("The script holds no statement", condition="RECSQL_EMPTY_SCRIPT")
+    return result
+
+
+def explain(query: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
+            conf: dict[str, Any] | None = None, mode: str = "SIMPLE", **kwargs: Any) -> str:
+    """The recursive plan of `query` and Spark's physical plan of one iteration, as text."""
+    stripped = query.lstrip()
+    prefix = "" if stripped[:7].upper() == "EXPLAIN" else f"EXPLAIN {mode.upper()} "
+    result = run(prefix + query, args, spark=spark, conf=conf, **kwargs)
+    return "\n".join(row[0] for row in result.df.collect())
+
+
+def _runner(spark, args, conf, progress) -> Runner:
+    if isinstance(args, list):
+        args_dict = None  # positional markers: only Spark's own statements take them
+    else:
+        args_dict = args
+    settings = Settings.read(spark, conf)
+    runner = Runner(spark=spark, settings=settings, args=args_dict, frames={}, on_iteration=progress)
+    runner.positional_args = args if isinstance(args, list) else None
+    return runner
+
+
+def _spark_sql(spark: SparkSession, query: str, args, kwargs: dict) -> DataFrame:
+    try:
+        with quiet_pyspark_error_logs():
+            return spark.sql(query, args=args, **kwargs)
+    except (AnalysisException, ParseException) as error:
+        raise from_spark_error(error, query) from None
+
+
+class _Formatter(string.Formatter):
+    """Fills `{name}` placeholders as `SparkSession.sql` does, except that a DataFrame becomes a
+    `{rq_kw_<n>}` binding the executor passes on with the statement's own relations."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, DataFrame] = {}
+
+    def get_field(self, field_name, args, kwargs):
+        value, first = super().get_field(field_name, args, kwargs)
+        if isinstance(value, DataFrame):
+            binding = f"rq_kw_{len(self.frames)}"
+            self.frames[binding] = value
+            return "{" + binding + "}", first
+        if isinstance(value, Column):
+            raise RecSQLError(
+                f"Placeholder {{{field_name}}} holds a Column; pass a value or a DataFrame",
+                condition="RECSQL_INVALID_PARAMETER",
+            )
+        if isinstance(value, str):
+            return get_lit_sql_str(value), first
+        return value, first
+
+
+def _format(query: str, kwargs: dict) -> tuple[str, dict[str, DataFrame]]:
+    if not kwargs:
+        return query, {}
+    formatter = _Formatter()
+    try:
+        return formatter.format(query, **kwargs), formatter.frames
+    except KeyError as error:
+        raise RecSQLError(
+            f"Placeholder {{{error.args[0]}}} has no value: pass {error.args[0]}=... to recsql.sql",
+            condition="RECSQL_UNBOUND_PLACEHOLDER",
+        ) from None

@@ -1,0 +1,337 @@
+"""Stage 3: evaluate one recursive group to its fixpoint, semi-naively, on Spark.
+
+Each iteration: every recursive branch runs once per delta rule with the previous deltas bound
+to its references; the candidates of each CTE are merged into its partitioned state; the merge
+is observed and `localCheckpoint`ed in ONE Spark action, which also yields the delta size that
+ends the loop. Checkpointing cuts the lineage, so iteration N plans as fast as iteration 1.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructField,
+    StructType,
+)
+
+from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
+from recsql.executor.spark_sql import is_overflow, render, run_sql
+from recsql.executor.state import CONTRIB, RelationState, make_state
+from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
+from recsql.settings import Settings
+
+INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+
+@dataclass(frozen=True)
+class IterationStats:
+    cte: str
+    iteration: int  # 0 is the base (exit) step
+    delta_rows: int
+    total_rows: int
+    seconds: float
+    join_strategy: str  # "broadcast" (the delta is broadcast), "shuffle", or "-" (base step)
+    ran_on: str = "spark"
+
+
+@dataclass
+class Context:
+    """What a fixpoint needs from the statement being run."""
+
+    spark: SparkSession
+    settings: Settings
+    partitions: int
+    args: dict | None
+    sql: str  # the user's statement, for error messages
+    env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
+    bases: dict[tuple[str, tuple[str, ...]], DataFrame]  # pre-partitioned base tables
+    on_iteration: Callable[[IterationStats], None] | None = None
+
+
+class GroupRun:
+    def __init__(self, ctx: Context, group: GroupStep) -> None:
+        self.ctx = ctx
+        self.group = group
+        self.texts = {}  # (cte, branch index) -> SQL text, rendered once
+        self.stats: list[IterationStats] = []
+        schemas = infer_schemas(self, group)
+        self.states: dict[str, RelationState] = {
+            cte.key: make_state(
+                ctx.spark, cte, schemas[cte.key], ctx.partitions, ctx.settings.sum_tolerance
+            )
+            for cte in group.ctes
+        }
+
+    # -- running branches -------------------------------------------------------------
+
+    def text(self, cte: CTEPlan, branch: Branch) -> str:
+        key = (cte.key, branch.index)
+        if key not in self.texts:
+            self.texts[key] = render(_with_contributor(cte, branch), escape_braces=True)
+        return self.texts[key]
+
+    def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame]) -> DataFrame:
+        bindings = {**self.ctx.env, **refs}
+        for base in branch.bases:
+            bindings[base.binding] = self.base(base.table, base.columns)
+        used = {k: v for k, v in bindings.items() if "{" + k + "}" in self.text(cte, branch)}
+        return run_sql(self.ctx.spark, self.text(cte, branch), used, self.ctx.args, self.ctx.sql,
+                       branch.select)
+
+    def base(self, table: str, columns: tuple[str, ...]) -> DataFrame:
+        """The base table hash-partitioned by its join columns, checkpointed once per run."""
+        key = (table.lower(), tuple(c.lower() for c in columns))
+        if key not in self.ctx.bases:
+            df = self.ctx.spark.table(table)
+            self.ctx.bases[key] = df.repartition(self.ctx.partitions, *columns).localCheckpoint()
+        return self.ctx.bases[key]
+
+    def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame:
+        """Cast a branch's output to the head's names and types (plus the contributor)."""
+        schema = self.states[cte.key].schema
+        width = len(df.columns) - (1 if cte.summing and branch.recursive else 0)
+        _check_width(cte, branch, width, self.ctx.sql)
+        # Rename positionally first: branch outputs may repeat a name (`a.Child, b.Child`).
+        names = [f"__rq_c{i}" for i in range(len(df.columns))]
+        df = df.toDF(*names)
+        outputs = [
+            F.col(name).cast(field.dataType).alias(field.name)
+            for name, field in zip(names[:width], schema.fields)
+        ]
+        if cte.summing:
+            contrib = (
+                F.col(names[-1]) if branch.recursive
+                else F.to_json(F.struct(F.lit(branch.index).alias("b"), *outputs))
+            )
+            outputs.append(contrib.alias(CONTRIB))
+        return df.select(*outputs)
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def run(self) -> dict[str, DataFrame]:
+        self.step(0, self.base_candidates())
+        iteration = 0
+        while any(s.delta_rows for s in self.states.values()):
+            iteration += 1
+            if iteration > self.ctx.settings.max_iterations:
+                self.fail_iteration_limit(iteration - 1)
+            self.step(iteration, self.recursive_candidates())
+        return {key: state.result() for key, state in self.states.items()}
+
+    def base_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
+        result = {}
+        for cte in self.group.ctes:
+            parts = [self.shape(cte, b, self.branch_df(cte, b, {})) for b in cte.base_branches]
+            result[cte.key] = (_union(parts), "-")
+        return result
+
+    def recursive_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
+        result = {}
+        for cte in self.group.ctes:
+            parts, strategies = [], set()
+            for branch in cte.recursive_branches:
+                for variant in branch.variants:
+                    refs, strategy = self.bind_variant(branch, variant)
+                    if refs is None:
+                        continue
+                    strategies.add(strategy)
+                    parts.append(self.shape(cte, branch, self.branch_df(cte, branch, refs)))
+            result[cte.key] = (_union(parts), "+".join(sorted(strategies)) or "-")
+        return result
+
+    def bind_variant(self, branch: Branch, variant: tuple[str, ...]):
+        """DataFrames for one delta rule, or None when a delta it reads is empty."""
+        refs, strategy = {}, "shuffle"
+        for ref, role in zip(branch.refs, variant):
+            state = self.states[ref.cte]
+            if role == DELTA:
+                if state.delta_rows == 0:
+                    return None, None
+                df = state.delta
+                if state.delta_rows <= self.ctx.settings.broadcast_rows:
+                    df, strategy = df.hint("broadcast"), "broadcast"
+            else:
+                df = state.all
+            refs[ref.binding] = df
+        return refs, strategy
+
+    def step(self, iteration: int, candidates: dict[str, tuple[DataFrame | None, str]]) -> None:
+        for cte in self.group.ctes:
+            started = time.perf_counter()
+            state = self.states[cte.key]
+            df, strategy = candidates[cte.key]
+            if df is None:
+                state.no_change()
+            else:
+                _describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
+                merged = state.merge(df)
+                observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
+                merged = merged.observe(observation, *state.metrics())
+                checkpointed = self.materialize(cte, merged, iteration)
+                metrics = observation.get
+                state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
+            stats = IterationStats(
+                cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
+                total_rows=state.total_rows, seconds=time.perf_counter() - started,
+                join_strategy=strategy,
+            )
+            self.stats.append(stats)
+            if self.ctx.on_iteration:
+                self.ctx.on_iteration(stats)
+
+    def materialize(self, cte: CTEPlan, merged: DataFrame, iteration: int) -> DataFrame:
+        try:
+            return merged.localCheckpoint(eager=True)
+        except PySparkException as error:
+            if is_overflow(error):
+                columns = ", ".join(c.name for c in cte.aggregates) or "(values)"
+                raise RecSQLExecutionError(
+                    f"Integer overflow in CTE `{cte.name}` column {columns} at iteration "
+                    f"{iteration}; cast the aggregated value to DECIMAL(38, 0) or DOUBLE",
+                    condition="RECSQL_AGGREGATE_OVERFLOW",
+                ) from None
+            raise
+
+    def fail_iteration_limit(self, iteration: int) -> None:
+        limit = self.ctx.settings.max_iterations
+        live = [(s.cte.name, s.delta_rows) for s in self.states.values() if s.delta_rows]
+        name, rows = live[0]
+        raise RecSQLExecutionError(
+            f"spark.recsql.maxIterations = {limit} reached: CTE `{name}` still had {rows} new or "
+            f"changed row(s) after iteration {iteration}, so the fixpoint was not reached and no "
+            "partial result is returned. If the recursion terminates, raise the limit "
+            f"(SET spark.recsql.maxIterations = {limit * 10}); a sum/count or UNION ALL over a "
+            "cycle may never terminate",
+            condition="RECSQL_MAX_ITERATIONS",
+        )
+
+
+def infer_schemas(run: GroupRun, group: GroupStep) -> dict[str, StructType]:
+    """Head types: Spark's UNION widening over the base branches, then over the recursive
+    branches evaluated (analysis only, no job) against the types found so far."""
+    types: dict[str, list[DataType] | None] = {}
+    for cte in group.ctes:
+        types[cte.key] = None
+        for branch in cte.base_branches:
+            df = run.branch_df(cte, branch, {})
+            types[cte.key] = _widen(run.ctx.spark, types[cte.key], _branch_types(cte, branch, df, run.ctx.sql))
+    for _ in range(1 + 2 * len(group.ctes)):
+        changed = False
+        for cte in group.ctes:
+            for branch in cte.recursive_branches:
+                if any(types[r.cte] is None for r in branch.refs):
+                    continue
+                refs = {
+                    r.binding: run.ctx.spark.createDataFrame([], _schema(group, r.cte, types[r.cte]))
+                    for r in branch.refs
+                }
+                df = run.branch_df(cte, branch, refs)
+                widened = _widen(run.ctx.spark, types[cte.key], _branch_types(cte, branch, df, run.ctx.sql))
+                if widened != types[cte.key]:
+                    types[cte.key], changed = widened, True
+        if not changed:
+            break
+    return {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
+
+
+def _branch_types(cte: CTEPlan, branch: Branch, df: DataFrame, sql: str) -> list[DataType]:
+    fields = df.schema.fields
+    if cte.summing and branch.recursive:
+        fields = fields[:-1]
+    _check_width(cte, branch, len(fields), sql)
+    return [f.dataType for f in fields]
+
+
+def _check_width(cte: CTEPlan, branch: Branch, width: int, sql: str) -> None:
+    if width != len(cte.head):
+        raise RecSQLAnalysisError(
+            f"Branch {branch.index} of CTE `{cte.name}` yields {width} column(s) but the head "
+            f"has {len(cte.head)} ({', '.join(cte.columns)}); make them agree",
+            condition="RECSQL_HEAD_BRANCH_MISMATCH",
+            sql=sql,
+        )
+
+
+def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType]) -> list[DataType]:
+    if known is None or known == new:
+        return new
+    a = spark.createDataFrame([], _struct(known))
+    b = spark.createDataFrame([], _struct(new))
+    return [f.dataType for f in a.union(b).schema.fields]
+
+
+def _struct(types: list[DataType]) -> StructType:
+    return StructType([StructField(f"c{i}", t, True) for i, t in enumerate(types)])
+
+
+def _schema(group: GroupStep, key: str, types: list[DataType]) -> StructType:
+    cte = next(c for c in group.ctes if c.key == key)
+    return StructType([StructField(c.name, t, True) for c, t in zip(cte.head, types)])
+
+
+def _final_schema(cte: CTEPlan, types: list[DataType] | None) -> StructType:
+    if types is None:
+        raise RecSQLAnalysisError(
+            f"Cannot determine the column types of CTE `{cte.name}`: none of its branches can "
+            "be evaluated without it; give the recursive group a base branch",
+            condition="RECSQL_NO_BASE_BRANCH",
+        )
+    fields = []
+    for column, dtype in zip(cte.head, types):
+        if column.agg in {"sum", "count"}:
+            dtype = _sum_type(dtype)
+        fields.append(StructField(column.name, dtype, True))
+    return StructType(fields)
+
+
+def _sum_type(dtype: DataType) -> DataType:
+    """Spark's sum() result types: integral -> BIGINT, decimal(p, s) -> decimal(38, s)."""
+    if isinstance(dtype, INTEGRAL):
+        return LongType()
+    if isinstance(dtype, DecimalType):
+        return DecimalType(38, dtype.scale)
+    return dtype
+
+
+def _with_contributor(cte: CTEPlan, branch: Branch):
+    """A recursive sum/count branch also selects its contributor's identity."""
+    select = branch.select
+    if not (cte.summing and branch.recursive):
+        return select
+    from sqlglot import exp
+
+    select = select.copy()
+    parts = [exp.Literal.string("b"), exp.Literal.number(branch.index)]
+    for i, expr in enumerate(branch.contributor):
+        parts += [exp.Literal.string(f"c{i}"), expr.copy()]
+    identity = exp.Anonymous(this="TO_JSON", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=parts)])
+    return select.select(exp.alias_(identity, CONTRIB, quoted=True), copy=False)
+
+
+def _union(parts: list[DataFrame]) -> DataFrame | None:
+    if not parts:
+        return None
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
+
+
+def _describe_jobs(spark: SparkSession, description: str) -> None:
+    """Label the Spark jobs (classic sessions; Connect has no SparkContext)."""
+    try:
+        spark.sparkContext.setJobDescription(description)
+    except Exception:  # Spark Connect: no SparkContext
+        pass

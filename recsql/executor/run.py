@@ -1,0 +1,228 @@
+"""Stage 3 driver: run a `QueryPlan` (strata in order) and the statements around queries."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from sqlglot import exp
+
+from recsql.errors import RecSQLAnalysisError
+from recsql.executor.fixpoint import Context, GroupRun, IterationStats
+from recsql.executor.session import overridden_conf
+from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render, run_sql
+from recsql.parser import Statement
+from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
+from recsql.settings import Settings
+
+
+@dataclass
+class Result:
+    """What `recsql.run` returns: the DataFrame and, per recursive CTE and iteration, stats."""
+
+    df: DataFrame
+    stats: list[IterationStats] = field(default_factory=list)
+    plan: QueryPlan | None = None
+    kind: str = "query"  # "query", "command" or "explain"
+
+
+class SparkCatalog:
+    """The planner's view of the session catalog (temp views, tables)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+
+    def columns(self, table: str) -> list[str] | None:
+        try:
+            return self.spark.table(table).columns
+        except AnalysisException:
+            return None
+
+    def tables(self) -> list[str]:
+        try:
+            return [t.name for t in self.spark.catalog.listTables()]
+        except AnalysisException:
+            return []
+
+
+@dataclass
+class Runner:
+    """Runs one statement on `spark`; `frames` binds keyword-argument DataFrames."""
+
+    spark: SparkSession
+    settings: Settings
+    args: dict | None
+    frames: dict[str, DataFrame]
+    on_iteration: Callable[[IterationStats], None] | None = None
+
+    def plan(self, query: exp.Expr, sql: str) -> QueryPlan | None:
+        with quiet_pyspark_error_logs():
+            return plan_query(query, sql, SparkCatalog(self.spark))
+
+    def execute(self, plan: QueryPlan) -> Result:
+        with self.iteration_settings(), quiet_pyspark_error_logs():
+            ctx = self.context(plan)
+            stats = []
+            for step in plan.steps:
+                stats += self.run_step(ctx, step)
+            df = self.sql(plan.final, ctx.env, plan.sql)
+        return Result(df=df, stats=stats, plan=plan)
+
+    def explain(self, plan: QueryPlan, mode: str) -> str:
+        """The recursive plan, then Spark's physical plan of one iteration of the first group.
+
+        Shows a real iteration, so the earlier strata and the group's base step are run."""
+        text = [render_plan(plan)]
+        with self.iteration_settings(), quiet_pyspark_error_logs():
+            ctx = self.context(plan)
+            for step in plan.steps:
+                if isinstance(step, ViewStep) or not step.recursive:
+                    self.run_step(ctx, step)
+                    continue
+                text.append(f"== Spark physical plan of one iteration of {', '.join(step.names)} ==")
+                text.append(_iteration_plan(GroupRun(ctx, step), mode))
+                break
+        return "\n".join(text)
+
+    def context(self, plan: QueryPlan) -> Context:
+        return Context(
+            spark=self.spark, settings=self.settings, partitions=self.partitions(),
+            args=self.args, sql=plan.sql, env=dict(self.frames), bases={},
+            on_iteration=self.on_iteration,
+        )
+
+    def run_step(self, ctx: Context, step) -> list[IterationStats]:
+        if isinstance(step, ViewStep):
+            ctx.env[cte_binding(step.name)] = self.sql(step.query, ctx.env, ctx.sql)
+            return []
+        group = GroupRun(ctx, step)
+        for key, df in group.run().items():
+            ctx.env[cte_binding(key)] = df
+        return group.stats
+
+    def sql(self, node: exp.Expr, env: dict[str, DataFrame], user_sql: str) -> DataFrame:
+        used = {k: v for k, v in env.items() if _binds(node, k)}
+        return run_sql(self.spark, render(node, escape_braces=bool(used)), used, self.args, user_sql, node)
+
+    def partitions(self) -> int:
+        configured = self.settings.partitions
+        return configured or int(self.spark.conf.get("spark.sql.shuffle.partitions", "200"))
+
+    def iteration_settings(self):
+        """AQE off keeps the state's hash partitioning visible to the planner (one exchange per
+        iteration); the shuffle width is the state's partition count. Both are restored."""
+        return overridden_conf(self.spark, {
+            "spark.sql.adaptive.enabled": "false",
+            "spark.sql.shuffle.partitions": str(self.partitions()),
+        })
+
+
+def _binds(node: exp.Expr, binding: str) -> bool:
+    return any(
+        isinstance(t.this, exp.Placeholder) and t.this.name == binding for t in node.find_all(exp.Table)
+    )
+
+
+def _iteration_plan(group: GroupRun, mode: str) -> str:
+    group.step(0, group.base_candidates())
+    for cte in group.group.ctes:
+        df, _ = group.recursive_candidates()[cte.key]
+        if df is None:
+            continue
+        merged = group.states[cte.key].merge(df)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            merged.explain(mode=_SPARK_EXPLAIN_MODES.get(mode, "simple"))
+        return out.getvalue().rstrip()
+    return "(the base step produced no rows, so no iteration runs)"
+
+
+_SPARK_EXPLAIN_MODES = {"SIMPLE": "simple", "EXTENDED": "extended", "FORMATTED": "formatted",
+                        "CODEGEN": "codegen", "COST": "cost"}
+
+
+def run_statement(runner: Runner, statement: Statement, passthrough: Callable[[], DataFrame]) -> Result:
+    """Dispatch one statement: recursive forms run here, everything else goes to Spark."""
+    node = statement.expression
+    if node is None:
+        return Result(df=passthrough(), kind="command")
+    if statement.explain:
+        plan = runner.plan(node, statement.text) if isinstance(node, exp.Query) else None
+        if plan is None:
+            return Result(df=passthrough(), kind="explain")
+        text = runner.explain(plan, statement.explain)
+        return Result(df=runner.spark.createDataFrame([(text,)], "plan string"), plan=plan, kind="explain")
+    if isinstance(node, exp.Query):
+        plan = runner.plan(node, statement.text)
+        return runner.execute(plan) if plan else Result(df=passthrough())
+    if isinstance(node, exp.Create) and isinstance(node.expression, exp.Query):
+        return _create(runner, statement, node, passthrough)
+    if isinstance(node, exp.Insert) and isinstance(node.expression, exp.Query):
+        plan = runner.plan(node.expression, statement.text)
+        if plan is None:
+            return Result(df=passthrough(), kind="command")
+        result = runner.execute(plan)
+        overwrite = bool(node.args.get("overwrite"))
+        result.df.write.insertInto(node.this.sql("rasql") if not isinstance(node.this, exp.Schema)
+                                   else node.this.this.sql("rasql"), overwrite=overwrite)
+        return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
+    return Result(df=passthrough(), kind="command")
+
+
+def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough) -> Result:
+    kind = (node.args.get("kind") or "").upper()
+    plan = runner.plan(node.expression, statement.text)
+    name = node.this.this.sql("rasql") if isinstance(node.this, exp.Schema) else node.this.sql("rasql")
+    if plan is None:
+        try:
+            return Result(df=passthrough(), kind="command")
+        except RecSQLAnalysisError as error:
+            if kind != "VIEW" or "TEMP" not in error.condition:
+                raise
+            # A permanent view over temporary objects: Spark refuses, RaDlog kept it per session.
+            warnings.warn(f"view {name} refers to temporary objects; registered as a temporary "
+                          "view of this session", stacklevel=4)
+            df = runner.spark.sql(render(node.expression, escape_braces=False), args=runner.args)
+            df.createOrReplaceTempView(name)
+            return Result(df=_empty(runner.spark), kind="command")
+    result = runner.execute(plan)
+    if kind == "VIEW":
+        temporary = any(isinstance(p, exp.TemporaryProperty) for p in _properties(node))
+        if not temporary:
+            warnings.warn(f"view {name} has a recursive body: registered as a temporary view of "
+                          "this session (Spark cannot store it in the catalog)", stacklevel=4)
+        if not node.args.get("replace") and runner.spark.catalog.tableExists(name):
+            raise RecSQLAnalysisError(f"View `{name}` already exists; use CREATE OR REPLACE",
+                                      condition="RECSQL_VIEW_EXISTS", sql=statement.text)
+        result.df.createOrReplaceTempView(name)
+    else:
+        writer = result.df.write
+        fmt = _using(node)
+        if fmt:
+            writer = writer.format(fmt)
+        writer.saveAsTable(name, mode="overwrite" if node.args.get("replace") else "errorifexists")
+    return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
+
+
+def _properties(node: exp.Create) -> list[exp.Expr]:
+    props = node.args.get("properties")
+    return list(props.expressions) if props else []
+
+
+def _using(node: exp.Create) -> str | None:
+    for prop in _properties(node):
+        if isinstance(prop, exp.FileFormatProperty):
+            return prop.name or prop.this.name
+    return None
+
+
+def _empty(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([], "result string").limit(0)
+
+
+__all__ = ["Result", "Runner", "SparkCatalog", "from_spark_error", "run_statement"]

@@ -1,0 +1,94 @@
+"""Running planned SQL on Spark: rendering ASTs with their `{binding}` DataFrames, and turning
+Spark's exceptions about the user's query into recsql errors (never a raw Py4J trace)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from typing import Any, Iterator
+
+from pyspark.errors import AnalysisException, ArithmeticException, ParseException, PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from sqlglot import exp
+
+from recsql.errors import RecSQLAnalysisError, RecSQLParseError
+from recsql.planner.locate import locate
+
+# pyspark logs every analysis error it raises as JSON on stderr; recsql reports them itself.
+_PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
+
+
+@contextlib.contextmanager
+def quiet_pyspark_error_logs() -> Iterator[None]:
+    loggers = [logging.getLogger(name) for name in _PYSPARK_ERROR_LOGGERS]
+    before = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = True
+    try:
+        yield
+    finally:
+        for lg, was in zip(loggers, before):
+            lg.disabled = was
+
+
+def render(node: exp.Expr, escape_braces: bool) -> str:
+    """Spark SQL text of `node`; identifiers are quoted so reserved words (`From`) stay names.
+
+    When the text goes through pyspark's `{name}` formatting, braces inside string literals
+    are doubled so they survive it.
+    """
+    if escape_braces:
+        node = node.copy()
+        for literal in node.find_all(exp.Literal):
+            if literal.is_string and ("{" in literal.this or "}" in literal.this):
+                literal.set("this", literal.this.replace("{", "{{").replace("}", "}}"))
+    return node.sql("rasql", identify=True)
+
+
+def run_sql(
+    spark: SparkSession,
+    text: str,
+    bindings: dict[str, DataFrame],
+    args: dict[str, Any] | None,
+    user_sql: str,
+    user_ast: exp.Expr | None = None,
+) -> DataFrame:
+    """`spark.sql(text)` with `{binding}` DataFrames and the `:name` arguments it uses."""
+    used_args = {k: v for k, v in (args or {}).items() if re.search(rf":{re.escape(k)}\b", text)}
+    try:
+        return spark.sql(text, args=used_args or None, **bindings)
+    except (AnalysisException, ParseException) as error:
+        raise from_spark_error(error, user_sql, user_ast) from None
+
+
+def from_spark_error(error: PySparkException, user_sql: str, user_ast: exp.Expr | None = None):
+    """A recsql error for Spark's complaint about the user's query, located in the user's text."""
+    condition = error.getCondition() or "SPARK_ERROR"
+    message = _strip_internal(error.getMessage() if hasattr(error, "getMessage") else str(error))
+    position = _locate_named(error, user_ast, user_sql) if user_ast is not None else {}
+    cls = RecSQLParseError if isinstance(error, ParseException) else RecSQLAnalysisError
+    return cls(message, condition=condition, sql=user_sql, **position)
+
+
+def _strip_internal(message: str) -> str:
+    message = re.sub(r"\s*SQLSTATE: \w+", "", message)
+    message = re.sub(r";?\s*line \d+ pos \d+.*", "", message, flags=re.S)
+    return message.strip()
+
+
+def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
+    """Find the column or table Spark could not resolve in the user's own AST."""
+    params = error.getMessageParameters() or {}
+    name = params.get("objectName") or params.get("relationName") or ""
+    name = name.split(".")[-1].strip("`").lower()
+    if not name:
+        return {}
+    for node in user_ast.find_all(exp.Column, exp.Table):
+        if node.name.lower() == name:
+            return locate(node, user_sql)
+    return {}
+
+
+def is_overflow(error: Exception) -> bool:
+    return isinstance(error, ArithmeticException) or "ARITHMETIC_OVERFLOW" in str(error)

@@ -1,0 +1,235 @@
+"""The state of one recursive relation across iterations, one class per head semantics.
+
+Every class keeps `all` hash-partitioned by the group key, so merging an iteration's candidates
+is one shuffle of the candidates followed by one partition-local pass that both aggregates and
+finds what changed (aggregation fused with deduplication, PARALAGG IV-A). `merge` returns that
+pass as one DataFrame carrying `__changed` (and the metrics the loop observes); after the loop
+checkpoints it, `commit` derives `all` and `delta` from it without further jobs.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import DoubleType, FloatType, StructType
+
+from recsql.planner.model import CTEPlan
+
+CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contrib"
+EXTREMA = {"min": F.min, "max": F.max}
+
+
+class RelationState:
+    """Common part: the relation's schema, its current `all` and `delta`, and their sizes."""
+
+    def __init__(self, spark: SparkSession, cte: CTEPlan, schema: StructType, partitions: int):
+        self.spark = spark
+        self.cte = cte
+        self.schema = schema
+        self.partitions = partitions
+        self.all: DataFrame = spark.createDataFrame([], schema)
+        self.delta: DataFrame = self.all
+        self.delta_rows = 0
+        self.total_rows = 0
+
+    @property
+    def columns(self) -> list[str]:
+        return self.schema.fieldNames()
+
+    @property
+    def key(self) -> list[str]:
+        return self.cte.group_key
+
+    def metrics(self) -> list[Column]:
+        """What the iteration's one action reports: new/changed rows and total rows."""
+        return [
+            F.count_if(F.col(CHANGED)).alias("delta_rows"),
+            F.count(F.lit(1)).alias("total_rows"),
+        ]
+
+    def merge(self, candidates: DataFrame) -> DataFrame:
+        raise NotImplementedError
+
+    def commit(self, merged: DataFrame, delta_rows: int, total_rows: int) -> None:
+        self.all = merged.drop(CHANGED)
+        self.delta = merged.filter(F.col(CHANGED)).drop(CHANGED)
+        self.delta_rows, self.total_rows = delta_rows, total_rows
+
+    def no_change(self) -> None:
+        """No candidates this iteration: the delta is empty and `all` stays as it is."""
+        self.delta = self.spark.createDataFrame([], self.schema)
+        self.delta_rows = 0
+
+    def result(self) -> DataFrame:
+        return self.all
+
+    def shuffle_by_key(self, df: DataFrame) -> DataFrame:
+        return df.repartition(self.partitions, *self.key) if self.key else df.coalesce(1)
+
+
+class SetState(RelationState):
+    """UNION without aggregates: each distinct row once; the delta is the rows not seen before."""
+
+    def merge(self, candidates: DataFrame) -> DataFrame:
+        cols = self.columns
+        # distinct() aggregates map-side, then shuffles by all columns: the state's placement.
+        fresh = candidates.distinct().withColumn(OLD, F.lit(False))
+        both = self.all.withColumn(OLD, F.lit(True)).unionByName(fresh)
+        merged = both.groupBy(*cols).agg(F.max(OLD).alias(OLD))
+        return merged.withColumn(CHANGED, ~F.col(OLD)).drop(OLD)
+
+    @property
+    def key(self) -> list[str]:
+        return self.columns
+
+
+class ExtremaState(RelationState):
+    """min()/max() heads: a group's value is the extremum over every derivation."""
+
+    def merge(self, candidates: DataFrame) -> DataFrame:
+        aggs = self.cte.aggregates
+        best = candidates.groupBy(*self.key).agg(
+            *[EXTREMA[c.agg](c.name).alias(c.name) for c in aggs]
+        )
+        old = self.all.select(
+            *self.key, *[F.col(c.name) for c in aggs],
+            *[F.col(c.name).alias(OLD + c.name) for c in aggs], F.lit(True).alias(OLD),
+        )
+        new = best.select(
+            *self.key, *[F.col(c.name) for c in aggs],
+            *[F.lit(None).cast(self.schema[c.name].dataType).alias(OLD + c.name) for c in aggs],
+            F.lit(False).alias(OLD),
+        )
+        merged = old.unionByName(new).groupBy(*self.key).agg(
+            *[EXTREMA[c.agg](c.name).alias(c.name) for c in aggs],
+            *[F.max(OLD + c.name).alias(OLD + c.name) for c in aggs],
+            F.max(OLD).alias(OLD),
+        )
+        changed = ~F.col(OLD)
+        for c in aggs:
+            changed = changed | ~F.col(c.name).eqNullSafe(F.col(OLD + c.name))
+        return merged.select(*self.columns, changed.alias(CHANGED))
+
+
+class ContributorState(RelationState):
+    """sum()/count() heads (RaSQL's monotonic sum): a group's value is the sum, over distinct
+    contributors, of each contributor's latest value. The contributor table is kept
+    partitioned by the group key; one window pass per iteration turns it into group totals."""
+
+    def __init__(self, spark, cte, schema, partitions, tolerance: float):
+        super().__init__(spark, cte, schema, partitions)
+        self.tolerance = tolerance
+        contributor_schema = StructType(
+            [*[schema[k] for k in self.key], schema_field(CONTRIB),
+             *[schema[c.name] for c in cte.aggregates]]
+        )
+        self.contributors: DataFrame = spark.createDataFrame([], contributor_schema)
+
+    def metrics(self) -> list[Column]:
+        rep = F.col(REP)
+        return [
+            F.count_if(rep & F.col(CHANGED)).alias("delta_rows"),
+            F.count_if(rep).alias("total_rows"),
+        ]
+
+    def merge(self, candidates: DataFrame) -> DataFrame:
+        aggs = self.cte.aggregates
+        fresh = self.shuffle_by_key(candidates).select(
+            *self.key, CONTRIB, *[c.name for c in aggs], F.lit(False).alias(OLD)
+        )
+        both = self.contributors.withColumn(OLD, F.lit(True)).unionByName(fresh)
+        per_contributor = both.groupBy(*self.key, CONTRIB).agg(
+            *[self._contributor_value(c) for c in aggs],
+            *[F.max(F.when(F.col(OLD), F.col(c.name))).alias(OLD + c.name) for c in aggs],
+            F.max(OLD).alias(OLD),
+        )
+        changed = ~F.col(OLD)
+        for c in aggs:
+            changed = changed | ~F.col(c.name).eqNullSafe(F.col(OLD + c.name))
+        group = _window(self.key)
+        totals = [self._group_value(c).over(group).alias("__rq_total_" + c.name) for c in aggs]
+        return per_contributor.select(
+            *self.key, CONTRIB, *[c.name for c in aggs], *totals,
+            F.max(changed).over(group).alias(CHANGED),
+            (F.row_number().over(group.orderBy(CONTRIB)) == 1).alias(REP),
+        )
+
+    def _contributor_value(self, column) -> Column:
+        """min/max keep the extremum; sum/count take the new value unless it is within the
+        tolerance of the old one (then the contributor is unchanged and the fixpoint can end)."""
+        if column.agg in EXTREMA:
+            return EXTREMA[column.agg](column.name).alias(column.name)
+        new = F.max(F.when(~F.col(OLD), F.col(column.name)))
+        old = F.max(F.when(F.col(OLD), F.col(column.name)))
+        if isinstance(self.schema[column.name].dataType, (DoubleType, FloatType)):
+            close = F.abs(new - old) <= F.lit(self.tolerance) * F.abs(old)
+            new = F.when(old.isNotNull() & close, old).otherwise(new)
+        return F.coalesce(new, old).alias(column.name)
+
+    @staticmethod
+    def _group_value(column) -> Column:
+        return EXTREMA[column.agg](column.name) if column.agg in EXTREMA else F.sum(column.name)
+
+    def commit(self, merged: DataFrame, delta_rows: int, total_rows: int) -> None:
+        aggs = self.cte.aggregates
+        self.contributors = merged.select(*self.key, CONTRIB, *[c.name for c in aggs])
+        groups = merged.filter(F.col(REP)).select(
+            *self.key, *[F.col("__rq_total_" + c.name).alias(c.name) for c in aggs], CHANGED
+        )
+        self.all = groups.select(*self.columns)
+        self.delta = groups.filter(F.col(CHANGED)).select(*self.columns)
+        self.delta_rows, self.total_rows = delta_rows, total_rows
+
+
+class BagState(RelationState):
+    """UNION ALL: each step works on the previous step's rows; the result is every step's rows.
+
+    Steps are kept as checkpointed parts, compacted every `COMPACT_EVERY` steps so the final
+    union stays small however long the recursion runs."""
+
+    COMPACT_EVERY = 16
+
+    def __init__(self, spark, cte, schema, partitions):
+        super().__init__(spark, cte, schema, partitions)
+        self.parts: list[DataFrame] = []
+
+    def merge(self, candidates: DataFrame) -> DataFrame:
+        return candidates.withColumn(CHANGED, F.lit(True))
+
+    def commit(self, merged: DataFrame, delta_rows: int, total_rows: int) -> None:
+        self.delta = merged.drop(CHANGED)
+        self.delta_rows = delta_rows
+        self.total_rows += delta_rows
+        self.parts.append(self.delta)
+        if len(self.parts) >= self.COMPACT_EVERY:
+            self.parts = [_union(self.parts).localCheckpoint(eager=True)]
+        self.all = _union(self.parts)
+
+
+def schema_field(name: str):
+    from pyspark.sql.types import StringType, StructField
+
+    return StructField(name, StringType(), nullable=False)
+
+
+def _window(key: list[str]):
+    from pyspark.sql import Window
+
+    return Window.partitionBy(*key) if key else Window.partitionBy(F.lit(0))
+
+
+def _union(parts: list[DataFrame]) -> DataFrame:
+    result = parts[0]
+    for part in parts[1:]:
+        result = result.unionByName(part)
+    return result
+
+
+def make_state(spark, cte: CTEPlan, schema: StructType, partitions: int, tolerance: float):
+    if cte.bag:
+        return BagState(spark, cte, schema, partitions)
+    if cte.summing:
+        return ContributorState(spark, cte, schema, partitions, tolerance)
+    if cte.aggregates:
+        return ExtremaState(spark, cte, schema, partitions)
+    return SetState(spark, cte, schema, partitions)

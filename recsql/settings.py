@@ -1,0 +1,84 @@
+"""recsql's settings: Spark conf keys (`SET spark.recsql.x=...`, `--conf`), overridable per call.
+
+One table of keys, defaults and parsers; `Settings.read` resolves them in the order
+per-call override > session conf > default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from recsql.errors import RecSQLError
+
+
+def _bool(value: str) -> bool:
+    text = str(value).strip().lower()
+    if text in {"true", "1", "yes", "on"}:
+        return True
+    if text in {"false", "0", "no", "off"}:
+        return False
+    raise ValueError(f"expected true or false, got {value!r}")
+
+
+def _positive_int(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return number
+
+
+def _non_negative_float(value: str) -> float:
+    number = float(value)
+    if number < 0:
+        raise ValueError(f"expected a non-negative number, got {value!r}")
+    return number
+
+
+# key suffix -> (attribute, default, parser, meaning)
+KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
+    "maxIterations": ("max_iterations", 10000, _positive_int,
+                      "iterations a fixpoint may take before recsql stops with an error"),
+    "sumTolerance": ("sum_tolerance", 1e-9, _non_negative_float,
+                     "relative change below which a floating-point sum/count contributor is unchanged"),
+    "broadcastRows": ("broadcast_rows", 50000, int,
+                      "a delta of at most this many rows is broadcast to the join (0: never)"),
+    "partitions": ("partitions", 0, int,
+                   "partitions of the recursive state (0: spark.sql.shuffle.partitions)"),
+}
+PREFIX = "spark.recsql."
+
+
+@dataclass(frozen=True)
+class Settings:
+    max_iterations: int = 10000
+    sum_tolerance: float = 1e-9
+    broadcast_rows: int = 50000
+    partitions: int = 0
+
+    @classmethod
+    def read(cls, spark, overrides: dict[str, Any] | None = None) -> Settings:
+        overrides = dict(overrides or {})
+        values = {}
+        for suffix, (attr, default, parse, _) in KEYS.items():
+            key = PREFIX + suffix
+            raw = overrides.pop(key, None)
+            if raw is None:
+                raw = spark.conf.get(key, None)
+            if raw is None:
+                values[attr] = default
+                continue
+            try:
+                values[attr] = parse(raw)
+            except ValueError as error:
+                raise RecSQLError(
+                    f"Invalid value for {key}: {error}", condition="RECSQL_INVALID_SETTING"
+                ) from None
+        unknown = [k for k in overrides if k.startswith(PREFIX)]
+        if unknown:
+            known = ", ".join(PREFIX + k for k in KEYS)
+            raise RecSQLError(
+                f"Unknown setting {unknown[0]}; known settings: {known}",
+                condition="RECSQL_INVALID_SETTING",
+            )
+        return cls(**values)
