@@ -121,13 +121,13 @@ class GroupRun:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self) -> dict[str, DataFrame]:
-        self.step(0, self.base_candidates())
+        self.step(0, self.base_candidates)
         iteration = 0
         while any(s.delta_rows for s in self.states.values()):
             iteration += 1
             if iteration > self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration - 1)
-            self.step(iteration, self.recursive_candidates())
+            self.step(iteration, self.recursive_candidates)
         return {key: state.result() for key, state in self.states.items()}
 
     def base_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
@@ -160,16 +160,28 @@ class GroupRun:
                 if state.delta_rows == 0:
                     return None, None
                 df = state.delta
-                if state.delta_rows <= self.ctx.settings.broadcast_rows:
-                    df, strategy = df.hint("broadcast"), "broadcast"
+                df, strategy = self.join_side(branch, state)
             else:
                 df = state.all
             refs[ref.binding] = df
         return refs, strategy
 
-    def step(self, iteration: int, candidates: dict[str, tuple[DataFrame | None, str]]) -> None:
+    def join_side(self, branch: Branch, state: RelationState) -> tuple[DataFrame, str]:
+        """Which side of the delta's join moves. Co-partitioned with its base tables, the delta
+        joins in place (hash join, no exchange, no extra job); otherwise a small delta is
+        broadcast rather than shuffled, and a large one is shuffled to a hash join."""
+        if branch.copartitioned:
+            return state.delta.hint("shuffle_hash"), "co-partitioned"
+        if state.delta_rows <= self.ctx.settings.broadcast_rows:
+            return state.delta.hint("broadcast"), "broadcast"
+        return state.delta.hint("shuffle_hash"), "shuffle"
+
+    def step(self, iteration: int, build_candidates) -> None:
+        """Build every CTE's candidates from the previous states, then merge each (the first
+        CTE's time includes building the candidates)."""
+        started = time.perf_counter()
+        candidates = build_candidates()
         for cte in self.group.ctes:
-            started = time.perf_counter()
             state = self.states[cte.key]
             df, strategy = candidates[cte.key]
             if df is None:
@@ -187,6 +199,7 @@ class GroupRun:
                 total_rows=state.total_rows, seconds=time.perf_counter() - started,
                 join_strategy=strategy,
             )
+            started = time.perf_counter()
             self.stats.append(stats)
             if self.ctx.on_iteration:
                 self.ctx.on_iteration(stats)

@@ -129,7 +129,7 @@ def _binds(node: exp.Expr, binding: str) -> bool:
 
 
 def _iteration_plan(group: GroupRun, mode: str) -> str:
-    group.step(0, group.base_candidates())
+    group.step(0, group.base_candidates)
     for cte in group.group.ctes:
         df, _ = group.recursive_candidates()[cte.key]
         if df is None:

@@ -261,6 +261,8 @@ class _Planner:
             binding = f"rq_base_{len(bases)}"
             bases.append(BaseRelation(binding, _table_sql(table), tuple(columns[k] for k in sorted(columns))))
             table.replace(_bound_table(binding, table.alias_or_name))
+            if len(ref_keys) == 1 and set(columns) == set(range(len(next(iter(ref_keys.values()))))):
+                branch.copartitioned = True
         return tuple(bases)
 
     def bind_ctes(self, node: exp.Expr, names: set[str]) -> exp.Expr:

@@ -63,6 +63,8 @@ class Branch:
     variants: tuple[tuple[str, ...], ...] = ()  # semi-naive: DELTA/ALL per ref, per variant
     contributor: tuple[exp.Expr, ...] = ()  # sum/count: what identifies a contributor
     bases: tuple[BaseRelation, ...] = ()
+    # every reference joins a base table on its whole partition key: the join needs no exchange
+    copartitioned: bool = False
 
     @property
     def recursive(self) -> bool:
