@@ -42,7 +42,7 @@ def session(master: str | None = None, app_name: str = "recsql", **conf: str) ->
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         for key, value in conf.items():
-            active.conf.set(key.replace("_", ".") if "." not in key else key, str(value))
+            active.conf.set(_conf_key(key), str(value))
         return active
     if master is None or master.startswith("local"):
         check_java()
