@@ -45,6 +45,12 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                       "a delta of at most this many rows is broadcast to the join (0: never)"),
     "partitions": ("partitions", 0, int,
                    "partitions of the recursive state (0: spark.sql.shuffle.partitions)"),
+    "endgame.enabled": ("endgame_enabled", True, _bool,
+                        "finish a fixpoint's long tail on the driver once it is small"),
+    "endgame.maxDeltaRows": ("endgame_max_delta_rows", 10000, int,
+                             "the delta must be at most this many rows to finish on the driver"),
+    "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
+                              "state plus base rows the driver may hold to finish the fixpoint"),
 }
 PREFIX = "spark.recsql."
 
@@ -55,6 +61,9 @@ class Settings:
     sum_tolerance: float = 1e-9
     broadcast_rows: int = 50000
     partitions: int = 0
+    endgame_enabled: bool = True
+    endgame_max_delta_rows: int = 10000
+    endgame_max_driver_rows: int = 2_000_000
 
     @classmethod
     def read(cls, spark, overrides: dict[str, Any] | None = None) -> Settings:

@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
+from recsql.executor import endgame
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
@@ -124,6 +125,9 @@ class GroupRun:
         self.step(0, self.base_candidates)
         iteration = 0
         while any(s.delta_rows for s in self.states.values()):
+            if endgame.applies(self):
+                endgame.finish_on_driver(self, iteration)
+                break
             iteration += 1
             if iteration > self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration - 1)
