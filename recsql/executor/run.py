@@ -14,7 +14,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.executor.fixpoint import Context, GroupRun, IterationStats
-from recsql.executor.session import overridden_conf
+from recsql.executor.session import cancellable, overridden_conf
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render, run_sql
 from recsql.parser import Statement
 from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
@@ -65,7 +65,7 @@ class Runner:
             return plan_query(query, sql, SparkCatalog(self.spark))
 
     def execute(self, plan: QueryPlan) -> Result:
-        with self.iteration_settings(), quiet_pyspark_error_logs():
+        with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
             stats = []
             for step in plan.steps:

@@ -108,3 +108,20 @@ def overridden_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[N
                 spark.conf.unset(key)
             else:
                 spark.conf.set(key, value)
+
+
+@contextlib.contextmanager
+def cancellable(spark: SparkSession, label: str) -> Iterator[None]:
+    """Tag the run's Spark operations; on Ctrl-C (KeyboardInterrupt) interrupt them promptly
+    instead of letting running jobs finish in the background."""
+    tag = f"recsql-{label}-{os.getpid()}-{id(object())}"
+    spark.addTag(tag)
+    try:
+        yield
+    except KeyboardInterrupt:
+        with contextlib.suppress(Exception):
+            spark.interruptTag(tag)
+        raise
+    finally:
+        with contextlib.suppress(Exception):
+            spark.removeTag(tag)

@@ -74,7 +74,7 @@ class RaSQLParser(SparkParser):
         """`name() [AS] alias` or `mname [AS] alias`; anything else is not ours (retreat)."""
         start = self._index
         func_token = self._curr
-        if func_token is None or func_token.token_type == TokenType.STRING:
+        if not func_token or func_token.token_type == TokenType.STRING:  # falsy at the end
             return None
         self._advance()
         has_parens = self._match_pair(TokenType.L_PAREN, TokenType.R_PAREN)
