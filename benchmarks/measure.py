@@ -55,8 +55,12 @@ def machine() -> dict:
                 mem_gib = int(line.split()[1]) / 2**20
     except OSError:
         pass
-    return {"cores": os.cpu_count(), "memory_gib": mem_gib, "cpu": model,
+    return {"cores": os.cpu_count(), "memory_gib": mem_gib, "cpu": model, "load_start": load(),
             "os": f"{platform.system()} {platform.release()}"}
+
+
+def load() -> str:
+    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def versions(spark=None) -> dict:

@@ -64,10 +64,9 @@ FULL_PLAN = {
     "apsp": ["rmat-8"],
 }
 QUICK_PLAN = {
-    "sssp": ["rmat-12", "rmat-14", "grid-60", "soc-Epinions1"],
-    "cc": ["rmat-12", "rmat-14", "grid-60"],
-    "reach": ["rmat-12", "rmat-14", "grid-60", "bowtie-2000x50"],
-    "tc": ["bintree-up-12"],
+    "sssp": ["rmat-12", "rmat-14", "soc-Epinions1"],
+    "cc": ["rmat-12"],
+    "reach": ["grid-60", "bowtie-2000x50"],
 }
 
 

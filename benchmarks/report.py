@@ -4,7 +4,7 @@ from __future__ import annotations
 import statistics
 from pathlib import Path
 
-REF = "recsql (endgame on)"
+REF = "recsql (default settings)"
 LOOP = "loop + localCheckpoint"
 
 
@@ -20,7 +20,7 @@ def _s(x):
 
 
 def _ratio(a, b):
-    return "–" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+    return "–" if a is None or b is None or b == 0 else f"{a / b:.3g}x"
 
 
 def _med(res):
@@ -48,6 +48,9 @@ def write(path: Path, meta: dict, cases: list[dict]) -> None:
         + (" — **quick mode**" if meta["quick"] else "") + ".\n")
     add("## Machine and versions\n")
     add(f"- Machine: {m['cores']} cores, {m['memory_gib']:.1f} GiB RAM, CPU: {m['cpu']}, {m['os']}")
+    add(f"- Load average (1/5/15 min) at start: {m['load_start']}, after the last case: "
+        f"{meta.get('load_end')} — other processes on the machine compete for the "
+        f"{m['cores']} cores; the interleaved rounds spread that drift over all engines alike")
     add("- Versions: " + ", ".join(f"{k} {val}" for k, val in v.items()))
     add("- Spark: " + ", ".join(f"`{k}={val}`" for k, val in meta["spark_conf"].items())
         + ", UI off, log level ERROR; `spark.sql.cteRecursionLevelLimit=-1`, "
@@ -61,7 +64,7 @@ def write(path: Path, meta: dict, cases: list[dict]) -> None:
         f"is reported as WRONG/error and never timed. Then {meta['runs']} timed rounds with the "
         f"engines interleaved (A B C … A B C …); every timed answer is checked again.")
     add("- Time = wall clock of the engine call up to the answer being in the driver "
-        "(Spark: `toArrow()`; DuckDB: `fetch_arrow_table()`; scipy: numpy arrays). The edge "
+        "(Spark: `toArrow()`; DuckDB: `con.sql(...).to_arrow_table()`; scipy: numpy arrays). The edge "
         "table is loaded before timing (Spark: `spark.read.parquet(...).cache()`, one DataFrame "
         "shared by all Spark engines; DuckDB: table from the same parquet; scipy: CSR matrix).")
     add(f"- `median` is the median of the timed runs (min–max in brackets). `iter.` = recursive "

@@ -34,14 +34,14 @@ def parse(argv):
     p.add_argument("--runs", type=int, default=3, help="timed runs per engine (default 3)")
     p.add_argument("--shuffle-partitions", type=int, default=4)
     p.add_argument("--cache-cap", type=float, help="per-run cap for the cache() loop, s "
-                   "(default 300, --quick 60)")
+                   "(default 300, --quick 20)")
     p.add_argument("--run-cap", type=float, help="per-run cap for every other engine, s "
                    "(default 1800, --quick 300)")
     p.add_argument("--output", default=str(HERE / "RESULTS.md"))
     a = p.parse_args(argv)
     if a.runs < 1:
         p.error("--runs must be >= 1")
-    a.cache_cap = a.cache_cap or (60.0 if a.quick else 300.0)
+    a.cache_cap = a.cache_cap or (20.0 if a.quick else 300.0)
     a.run_cap = a.run_cap or (300.0 if a.quick else 1800.0)
     return a
 
@@ -204,6 +204,7 @@ def main(argv=None):
         results.append(run_case(q, gname, engines, avail, spark, mem, args, log))
         meta["memory_reset_ok"] = mem.resettable
         meta["wall_s"] = time.perf_counter() - t_all
+        meta["load_end"] = measure.load()
         out_json.write_text(json.dumps({"meta": meta, "cases": results}, indent=1, default=str))
         report.write(Path(args.output), meta, results)
     log(f"wrote {args.output} ({time.perf_counter() - t_all:.0f} s)")

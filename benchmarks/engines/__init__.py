@@ -13,8 +13,9 @@ import numpy as np
 
 
 class TimedOut(Exception):
-    def __init__(self, iterations: int, seconds: float):
-        super().__init__(f"timed out after {iterations} iterations ({seconds:.0f} s)")
+    def __init__(self, iterations: int, seconds: float, why: str = ""):
+        super().__init__(f"timed out after {iterations} iterations ({seconds:.0f} s"
+                         + (f"; {why})" if why else ")"))
         self.iterations = iterations
         self.seconds = seconds
 
@@ -79,5 +80,5 @@ def all_engines() -> list[Engine]:
     from .scipy_engine import ScipyEngine
     from .spark_native import SparkNativeEngine
 
-    return [RecsqlEngine(endgame=True), RecsqlEngine(endgame=False), CheckpointLoop(),
+    return [RecsqlEngine(None), RecsqlEngine(True), RecsqlEngine(False), CheckpointLoop(),
             CacheLoop(), SparkNativeEngine(), DuckDBEngine(), ScipyEngine()]

@@ -69,7 +69,7 @@ class DuckDBEngine(Engine):
         self.con.execute(f"CREATE TABLE edge AS SELECT * FROM read_parquet('{w.graph.parquet()}')")
 
     def run(self, w: Workload, deadline: float) -> Outcome:
-        answer = self.con.execute(SQL[w.query.name].format(s=w.graph.source)).fetch_arrow_table()
+        answer = self.con.sql(SQL[w.query.name].format(s=w.graph.source)).to_arrow_table()
         return Outcome(answer=answer, ran_on="duckdb (in-process)")
 
     def cancel(self):

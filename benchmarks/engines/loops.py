@@ -72,6 +72,7 @@ class _Loop(Engine):
         mode, keys, out_cols, init, step = _plan(w)
         t_start = time.perf_counter()
         times: list[float] = []
+        self._deadline, self._t_start, self._times, self._last = deadline, t_start, times, 0.0
         mat = self.materialize
         try:
             if mode == "min":
@@ -142,7 +143,15 @@ class CacheLoop(_Loop):
                    "(plan grows every iteration; per-run time cap)")
 
     def materialize(self, df):
+        # Each action here takes about twice as long as the one before (the plan doubles), and a
+        # running action cannot be stopped while Spark plans it; so stop before an action that
+        # would end past the cap if it took twice the previous one.
+        now = time.monotonic()
+        if now + 2 * self._last > self._deadline:
+            raise TimedOut(len(self._times), time.perf_counter() - self._t_start,
+                           f"next action projected past the cap (previous took {self._last:.1f} s)")
         df = df.cache()
         df.count()
+        self._last = time.monotonic() - now
         self._held.append(df)
         return df

@@ -1,6 +1,6 @@
 """recsql itself, through its public contract:
 
-    res = recsql.run(sql_text, spark=spark, conf={...}, edge=edges_df)
+    res = recsql.run(sql_text, spark=spark, conf={...}, edge=edges_df)   # + temp view `edge`
     res.df     -> pyspark DataFrame with the answer
     res.stats  -> per-iteration records: cte, iteration, delta_rows, total_rows, seconds,
                   join_strategy, ran_on
@@ -15,11 +15,16 @@ from . import Engine, Outcome, Workload
 class RecsqlEngine(Engine):
     spark_based = True
 
-    def __init__(self, endgame: bool):
+    def __init__(self, endgame: bool | None):
+        """endgame None = recsql's default settings (conf={}); True/False set it explicitly."""
         self.endgame = endgame
-        self.name = f"recsql (endgame {'on' if endgame else 'off'})"
-        self.description = ("recsql.run on the shared SparkSession, "
-                            f"spark.recsql.endgame.enabled={str(endgame).lower()}")
+        if endgame is None:
+            self.name = "recsql (default settings)"
+            self.description = "recsql.run on the shared SparkSession, conf={} (recsql defaults)"
+        else:
+            self.name = f"recsql (endgame {'on' if endgame else 'off'})"
+            self.description = ("recsql.run on the shared SparkSession, conf={"
+                                f"'spark.recsql.endgame.enabled': '{str(endgame).lower()}'}}")
         self._spark = None
 
     def unavailable(self):
@@ -31,11 +36,17 @@ class RecsqlEngine(Engine):
             return "recsql imports but has no recsql.run(...) yet"
         return None
 
+    def prepare(self, w: Workload):
+        # recsql resolves bare table names through the session catalog and uses keyword
+        # DataFrames for `{name}` placeholders; the queries say `edge`, so register both ways.
+        w.edges.createOrReplaceTempView("edge")
+
     def run(self, w: Workload, deadline: float) -> Outcome:
         import recsql
 
         self._spark = w.spark
-        conf = {"spark.recsql.endgame.enabled": "true" if self.endgame else "false"}
+        conf = {} if self.endgame is None else {
+            "spark.recsql.endgame.enabled": "true" if self.endgame else "false"}
         res = recsql.run(w.query.sql(w.graph), spark=w.spark, conf=conf, edge=w.edges)
         answer = res.df.toArrow()
         stats = list(getattr(res, "stats", None) or [])

@@ -46,11 +46,11 @@ class SparkNativeEngine(Engine):
     def cannot(self, w: Workload):
         q = w.query.name
         if q == "cc":
-            return "cannot express: CC needs a symmetric (cyclic) graph; UNION ALL only, no dedup"
+            return "CC needs a symmetric (cyclic) graph; UNION ALL only, no dedup"
         if q not in SQL:
             return f"no native form for {q}"
         if not w.graph.acyclic:
-            return ("cannot express: graph has cycles and Spark allows only UNION ALL "
+            return ("the graph has cycles and Spark allows only UNION ALL "
                     "(no dedup, no aggregate in the recursion), so it would not terminate")
         return None
 
