@@ -125,8 +125,7 @@ class GroupRun:
         self.step(0, self.base_candidates)
         iteration = 0
         while any(s.delta_rows for s in self.states.values()):
-            if endgame.applies(self):
-                endgame.finish_on_driver(self, iteration)
+            if endgame.applies(self) and endgame.finish_on_driver(self, iteration):
                 break
             iteration += 1
             if iteration > self.ctx.settings.max_iterations:
@@ -197,6 +196,10 @@ class GroupRun:
                 merged = merged.observe(observation, *state.metrics())
                 checkpointed = self.materialize(cte, merged, iteration)
                 metrics = observation.get
+                if "delta_rows" not in metrics:
+                    # Spark Connect does not report observations of a checkpoint: count the
+                    # checkpointed (in-memory) rows instead.
+                    metrics = checkpointed.agg(*state.metrics()).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,

@@ -1,0 +1,87 @@
+"""recsql through Spark Connect: a server started from the installed pyspark's own scripts,
+listening on 127.0.0.1 only. Marked `cluster` (run with `pytest -m cluster`)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+import recsql
+
+pytestmark = pytest.mark.cluster
+
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def connect(tmp_path_factory):
+    from pyspark.sql import SparkSession
+
+    port = free_port()
+    logs = tmp_path_factory.mktemp("connect")
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(logs),
+           "SPARK_PID_DIR": str(logs), "SPARK_IDENT_STRING": f"recsql{port}"}
+    start = [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]",
+             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+             "--conf", f"spark.connect.grpc.binding.port={port}",
+             "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false"]
+    subprocess.run(start, env=env, check=True, capture_output=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(1)
+        session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+        yield session
+        session.stop()
+    finally:
+        subprocess.run([str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=env,
+                       capture_output=True)
+
+
+EDGES = [(1, 2, 4), (2, 3, 1), (1, 3, 7), (3, 4, 2), (4, 1, 1), (4, 5, 3)]
+
+
+def test_sssp_over_connect_matches_dijkstra(connect):
+    connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").createOrReplaceTempView("edge")
+    result = recsql.run(
+        "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT edge.Dst, "
+        "path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) SELECT Dst, Cost FROM path",
+        spark=connect,
+    )
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(EDGES)
+    expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
+    assert sorted(tuple(r) for r in result.df.collect()) == expected
+    assert result.stats[-1].delta_rows == 0
+
+
+def test_dataframe_keyword_argument_over_connect(connect):
+    edges = connect.createDataFrame([(1, 2), (2, 3), (3, 1), (5, 6)], "a INT, b INT")
+    df = recsql.sql(
+        "WITH recursive reach (X) AS (SELECT 1) UNION (SELECT e.b FROM reach, {edges} e "
+        "WHERE reach.X = e.a) SELECT X FROM reach",
+        spark=connect, edges=edges,
+    )
+    assert sorted(r[0] for r in df.collect()) == [1, 2, 3]
+
+
+def test_user_error_over_connect_is_a_recsql_error(connect):
+    with pytest.raises(recsql.RecSQLError) as caught:
+        recsql.sql("WITH recursive r (X) AS (SELECT 1) UNION (SELECT nosuch.b FROM r, nosuch "
+                   "WHERE r.X = nosuch.a) SELECT * FROM r", spark=connect)
+    assert "nosuch" in str(caught.value)
