@@ -1,0 +1,137 @@
+"""Long-chain reachability: time per iteration must not grow with the iteration number.
+
+    python -m benchmarks.chain --nodes 2000 [--endgame on|off] [--out benchmarks/CHAIN.md]
+
+Writes the machine, the command, total time, per-iteration time at the start, middle and end of
+the fixpoint, and the resident memory of the Python and JVM driver processes plus the JVM heap
+in use (`jstat -gc`, heap in use right after sampled iterations, so it includes garbage not yet
+collected) every 5% of the iterations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import recsql
+
+QUERY = (
+    "WITH recursive reach (X) AS (SELECT 0) UNION "
+    "(SELECT edge.Dst FROM reach, edge WHERE reach.X = edge.Src) SELECT count(*) FROM reach"
+)
+
+
+def rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+def heap_used_mb(pid: int) -> float:
+    """Heap in use (eden + survivors + old) as `jstat -gc` reports it, or NaN without a JDK."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("jstat"):
+        return float("nan")
+    out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True).stdout.split("\n")
+    if len(out) < 2:
+        return float("nan")
+    row = dict(zip(out[0].split(), out[1].split()))
+    try:
+        return sum(float(row[k]) for k in ("S0U", "S1U", "EU", "OU")) / 1024
+    except (KeyError, ValueError):
+        return float("nan")
+
+
+def jvm_pids() -> list[int]:
+    """The Java processes started by this Python driver (its descendants)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+                parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    descendants, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {pid for pid, ppid in parents.items() if ppid in frontier} - descendants
+        descendants |= frontier
+    return [p for p in descendants if b"java" in _cmdline(p)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=2000)
+    parser.add_argument("--endgame", choices=["on", "off"], default="off")
+    parser.add_argument("--out", default="benchmarks/CHAIN.md")
+    opts = parser.parse_args()
+
+    started = time.perf_counter()
+    spark = recsql.session(master="local[2]", **{"spark.sql.shuffle.partitions": "4",
+                                                 "spark.ui.enabled": "false"})
+    jvm_start = time.perf_counter() - started
+    spark.range(opts.nodes).selectExpr("CAST(id AS INT) AS Src", "CAST(id + 1 AS INT) AS Dst") \
+        .createOrReplaceTempView("edge")
+    memory: list[tuple[int, float, float, float]] = []
+    jvms = jvm_pids()
+
+    def on_iteration(stats):
+        if stats.iteration % max(1, opts.nodes // 20) == 0:
+            memory.append((stats.iteration, rss_mb(os.getpid()), sum(rss_mb(p) for p in jvms),
+                           sum(heap_used_mb(p) for p in jvms)))
+
+    t0 = time.perf_counter()
+    result = recsql.run(QUERY, spark=spark, progress=on_iteration,
+                        conf={"spark.recsql.endgame.enabled": opts.endgame == "on",
+                              "spark.recsql.maxIterations": opts.nodes + 10})
+    count = result.df.collect()[0][0]
+    total = time.perf_counter() - t0
+    assert count == opts.nodes + 1, f"wrong answer {count}, expected {opts.nodes + 1}"
+    spark_iters = [s for s in result.stats if s.iteration > 0 and s.ran_on == "spark"]
+    seconds = [s.seconds for s in spark_iters]
+
+    def med(xs):
+        return statistics.median(xs) if xs else float("nan")
+
+    tenth = max(1, len(seconds) // 10)
+    lines = [
+        f"# Chain reachability, {opts.nodes} nodes, endgame {opts.endgame}",
+        "",
+        f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        f"- command: `{' '.join([Path(sys.executable).name, '-m', 'benchmarks.chain', *sys.argv[1:]])}`",
+        f"- JVM start-up: {jvm_start:.1f} s",
+        f"- answer: {count} reachable nodes (expected {opts.nodes + 1}), "
+        f"{len(result.stats) - 1} iterations ({len(spark_iters)} on Spark)",
+        f"- total: {total:.1f} s",
+        f"- median seconds per Spark iteration: first 10% {med(seconds[:tenth]):.3f}, "
+        f"middle 10% {med(seconds[len(seconds) // 2:len(seconds) // 2 + tenth]):.3f}, "
+        f"last 10% {med(seconds[-tenth:]):.3f}",
+        "",
+        "| iteration | Python RSS MB | JVM RSS MB | JVM heap in use MB |",
+        "|---:|---:|---:|---:|",
+        *[f"| {i} | {py:.0f} | {jvm:.0f} | {heap:.0f} |" for i, py, jvm, heap in memory],
+    ]
+    Path(opts.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
