@@ -68,7 +68,8 @@ def write(path: Path, meta: dict, cases: list[dict]) -> None:
         "table is loaded before timing (Spark: `spark.read.parquet(...).cache()`, one DataFrame "
         "shared by all Spark engines; DuckDB: table from the same parquet; scipy: CSR matrix).")
     add(f"- `median` is the median of the timed runs (min–max in brackets). `iter.` = recursive "
-        f"steps evaluated (including the final empty one); `per-iter` = median / max seconds of "
+        f"steps evaluated (including the final empty one; recsql's figure is the number of "
+        f"records in its `res.stats`, which may count the base step too); `per-iter` = median / max seconds of "
         f"one iteration in the median run. Caps: `loop + cache` {meta['cache_cap']:.0f} s per "
         f"run, others {meta['run_cap']:.0f} s; a run that hits its cap is reported as timed out "
         f"and not repeated.")
@@ -126,3 +127,14 @@ def write(path: Path, meta: dict, cases: list[dict]) -> None:
                     f"{res.get('iterations') or '–'} | – | – | – | – | – |")
         add("")
     path.write_text("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":  # re-render RESULTS.md from benchmarks/out/results.json
+    import json
+    import sys
+
+    here = Path(__file__).resolve().parent
+    data = json.loads((here / "out" / "results.json").read_text())
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else here / "RESULTS.md"
+    write(target, data["meta"], data["cases"])
+    print(f"wrote {target}")
