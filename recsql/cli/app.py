@@ -5,8 +5,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import click
 from pyspark.sql import SparkSession

@@ -10,7 +10,8 @@ import contextlib
 import csv
 import os
 import tempfile
-from typing import IO, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import IO
 
 import click
 from pyspark.sql import DataFrame
@@ -69,7 +70,7 @@ def write_tsv(df: DataFrame, stream: IO[str], header: bool) -> int:
     if header:
         stream.write("\t".join(df.columns) + "\n")
     count = 0
-    for count, row in enumerate(string_rows(df), start=1):  # noqa: B007
+    for count, row in enumerate(string_rows(df), start=1):
         stream.write("\t".join(row) + "\n")
     return count
 
@@ -80,22 +81,25 @@ def write_csv(df: DataFrame, stream: IO[str], header: bool) -> int:
     if header:
         writer.writerow(df.columns)
     count = 0
-    for count, row in enumerate(string_rows(df, null=""), start=1):  # noqa: B007
+    for count, row in enumerate(string_rows(df, null=""), start=1):
         writer.writerow(row)
     return count
 
 
 def write_json(df: DataFrame, stream: IO[str], header: bool) -> int:
     count = 0
-    for count, line in enumerate(json_rows(df), start=1):  # noqa: B007
+    for count, line in enumerate(json_rows(df), start=1):
         stream.write(line + "\n")
     return count
 
 
-def write_table(df: DataFrame, stream: IO[str], header: bool, console: Console | None = None) -> int:
-    """A rich table of at most TABLE_ROWS rows (a note says when there are more)."""
-    console = console or Console(file=stream, width=_width(stream), highlight=False)
-    rows = list(string_rows(df.limit(TABLE_ROWS + 1)))
+def table_rows(df: DataFrame) -> list[list[str]]:
+    """The rows a rich table shows: at most TABLE_ROWS, plus one to tell there are more."""
+    return list(string_rows(df.limit(TABLE_ROWS + 1)))
+
+
+def print_table(df: DataFrame, rows: list[list[str]], stream: IO[str]) -> int:
+    console = Console(file=stream, width=_width(stream), highlight=False)
     table = Table(show_header=True, header_style="bold", show_edge=True)
     for field in df.schema.fields:
         numeric = isinstance(field.dataType, NumericType)
@@ -107,6 +111,10 @@ def write_table(df: DataFrame, stream: IO[str], header: bool, console: Console |
         click.echo(f"(showing the first {TABLE_ROWS} rows; use --format tsv or --output for all)",
                    err=True)
     return min(len(rows), TABLE_ROWS)
+
+
+def write_table(df: DataFrame, stream: IO[str], header: bool) -> int:
+    return print_table(df, table_rows(df), stream)
 
 
 def _cell(value: str) -> str:

@@ -4,7 +4,7 @@ the live progress line and the --stats table. Standard output only ever carries 
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -21,6 +21,7 @@ STATS_COLUMNS: dict[str, Callable[[IterationStats], str]] = {
     "delta rows": lambda s: f"{s.delta_rows:,}",
     "total rows": lambda s: f"{s.total_rows:,}",
     "join": lambda s: s.join_strategy,
+    "ran on": lambda s: s.ran_on,
     "seconds": lambda s: f"{s.seconds:.2f}",
 }
 
@@ -67,7 +68,7 @@ class Reporter:
             return
         table = Table(title="iterations", title_justify="left", show_edge=True)
         for header in STATS_COLUMNS:
-            table.add_column(header, justify="left" if header in ("cte", "join") else "right")
+            table.add_column(header, justify="left" if header in ("cte", "join", "ran on") else "right")
         for row in stats:
             table.add_row(*[show(row) for show in STATS_COLUMNS.values()])
         self.console.print(table, markup=False)
@@ -78,7 +79,7 @@ class Reporter:
         a log line per iteration with -v."""
         live = self.terminal and not self.silent
         bar = _Bar(self.console, label) if live else None
-        with bar or contextlib.nullcontext():
+        with bar if bar is not None else contextlib.nullcontext():
             yield lambda stats: self._on_iteration(stats, bar)
 
     def _on_iteration(self, stats: IterationStats, bar: _Bar | None) -> None:
@@ -98,9 +99,8 @@ class _Bar:
         )
         self.task = self.progress.add_task(label, total=None)
 
-    def __enter__(self) -> _Bar:
+    def __enter__(self) -> None:
         self.progress.start()
-        return self
 
     def __exit__(self, *exc) -> None:
         self.progress.stop()

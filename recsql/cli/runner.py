@@ -49,7 +49,7 @@ class Runner:
         statements = split_statements(source.text)
         for index, statement in enumerate(statements):
             last = index == len(statements) - 1
-            self.run_statement(rewrite_paths(statement, source.base),
+            self.run_statement(rewrite_paths(_strip_blank_lines(statement), source.base),
                                sink=sink if last else None, show=show)
         if sink is not None and not statements:
             self.reporter.warning(f"{source.name} holds no statement; {sink.path} not written")
@@ -58,17 +58,21 @@ class Runner:
         if self.reporter.verbose:
             self.reporter.say(statement.strip())
         started = time.monotonic()
-        with self.reporter.progress("running") as on_iteration, _warnings_to(self.reporter):
+        with self.reporter.progress(_label(statement)) as on_iteration, _warnings_to(self.reporter):
             result = recsql.run(statement, spark=self.spark, conf=self.recsql_conf or None,
                                 progress=on_iteration)
             rows = self.emit(result, sink, show)
+        if callable(rows):  # a table: printed once the progress line is gone
+            rows = rows()
         self.reporter.timing(time.monotonic() - started, rows)
         if result.stats:
             self.runs.append(list(result.stats))
             if self.show_stats:
                 self.reporter.stats(result.stats)
 
-    def emit(self, result: Result, sink: Sink | None, show: bool) -> int | None:
+    def emit(self, result: Result, sink: Sink | None, show: bool):
+        """Rows written, or (for a table, shown after the progress line) a function writing
+        them; None when the statement has no rows to show."""
         if sink is not None:
             return self.write_sink(result, sink)
         if not show:
@@ -77,6 +81,9 @@ class Runner:
             return self.print_plan(result.df)
         if result.kind == "command" and (not result.df.columns or not result.df.take(1)):
             return None
+        if self.format == "table":
+            rows = output.table_rows(result.df)
+            return lambda: output.print_table(result.df, rows, self.out)
         return output.write_text(result.df, self.out, self.format, self.header)
 
     def write_sink(self, result: Result, sink: Sink) -> int | None:
@@ -92,6 +99,19 @@ class Runner:
         self.out.write("\n".join(line.rstrip("\n") for line in lines) + "\n")
         self.out.flush()
         return len(lines)
+
+
+def _label(statement: str, width: int = 48) -> str:
+    text = " ".join(statement.split())
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _strip_blank_lines(statement: str) -> str:
+    """Drop the blank lines a statement starts with (the text after the previous `;`)."""
+    lines = statement.split("\n")
+    while len(lines) > 1 and not lines[0].strip():
+        lines.pop(0)
+    return "\n".join(lines)
 
 
 class _warnings_to:

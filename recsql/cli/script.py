@@ -12,9 +12,9 @@ import re
 import sys
 from dataclasses import dataclass
 
-from sqlglot.errors import TokenError
 from sqlglot.tokens import TokenType
 
+from recsql import RecSQLParseError
 from recsql.parser import tokenize
 
 URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # file:, s3a://, hdfs://
@@ -48,7 +48,7 @@ def rewrite_paths(statement: str, base: str) -> str:
     """`statement` with the relative paths of a CREATE ... USING statement made absolute."""
     try:
         tokens = tokenize(statement)
-    except (TokenError, Exception):  # the engine reports tokenizer errors itself
+    except RecSQLParseError:  # the engine reports the statement's tokenizer error itself
         return statement
     if not tokens or tokens[0].token_type != TokenType.CREATE:
         return statement

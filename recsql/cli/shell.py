@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Callable
+from collections.abc import Callable
 
 from sqlglot.tokens import TokenType
 
+from recsql import RecSQLParseError
 from recsql.parser import tokenize
 
 PROMPT = "recsql> "
@@ -23,7 +24,7 @@ def complete(text: str) -> bool:
     """The buffer ends with a top-level `;` (an open string or comment is not complete)."""
     try:
         tokens = tokenize(text)
-    except Exception:  # an unterminated string: keep reading
+    except RecSQLParseError:  # an unterminated string or comment: keep reading
         return False
     return bool(tokens) and tokens[-1].token_type == TokenType.SEMICOLON
 
@@ -91,5 +92,5 @@ class Shell:
 def _has_tokens(text: str) -> bool:
     try:
         return bool(tokenize(text))
-    except Exception:
+    except RecSQLParseError:
         return True

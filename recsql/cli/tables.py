@@ -30,11 +30,10 @@ FORMATS: dict[str, tuple[str, dict[str, str]]] = {
 }
 COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open}
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SPEC = re.compile(
-    r"^(?P<path>.*?(?:%s)(?:%s)?)(?::(?P<schema>.+))?$"
-    % ("|".join(re.escape(e) for e in FORMATS), "|".join(re.escape(e) for e in COMPRESSED)),
-    re.IGNORECASE,
-)
+_EXTENSIONS = "|".join(re.escape(e) for e in FORMATS)
+_COMPRESSIONS = "|".join(re.escape(e) for e in COMPRESSED)
+SPEC = re.compile(rf"^(?P<path>.*?(?:{_EXTENSIONS})(?:{_COMPRESSIONS})?)(?::(?P<schema>.+))?$",
+                  re.IGNORECASE)
 NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 NUMERIC_TYPES = ("TINYINT", "SMALLINT", "INT", "INTEGER", "BIGINT", "LONG", "FLOAT", "DOUBLE",
                  "DECIMAL", "BYTE", "SHORT", "REAL", "NUMERIC")
