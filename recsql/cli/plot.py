@@ -33,6 +33,7 @@ def draw(runs: list[list[IterationStats]], path: str, overwrite: bool = True) ->
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib import ticker
     except ImportError:
         raise click.UsageError("--plot needs matplotlib: pip install 'recsql[plot]'") from None
     lines = series(runs)
@@ -41,6 +42,11 @@ def draw(runs: list[list[IterationStats]], path: str, overwrite: bool = True) ->
         axes.plot([p[0] for p in points], [max(p[1], 0) for p in points], marker="o",
                   markersize=3, label=label)
     axes.set_yscale("log", nonpositive="mask")
+    peak = max((d for points in lines.values() for _, d in points), default=1)
+    axes.set_ylim(0.8, max(10, peak * 1.5))
+    axes.yaxis.set_major_formatter(ticker.FuncFormatter(lambda value, _: f"{value:,.0f}"))
+    axes.yaxis.set_minor_formatter(ticker.NullFormatter())
+    axes.xaxis.set_major_locator(ticker.MaxNLocator(integer=True))
     axes.set_xlabel("iteration (0 = base step)")
     axes.set_ylabel("delta rows (log scale)")
     axes.set_title("recsql: convergence of the fixpoint")
