@@ -65,7 +65,8 @@ def explain(query: str, args: dict | list | None = None, *, spark: SparkSession 
             conf: dict[str, Any] | None = None, mode: str = "SIMPLE", **kwargs: Any) -> str:
     """The recursive plan of `query` and Spark's physical plan of one iteration, as text."""
     stripped = query.lstrip()
-    prefix = "" if stripped[:7].upper() == "EXPLAIN" else f"EXPLAIN {mode.upper()} "
+    mode = "" if mode.upper() == "SIMPLE" else mode.upper() + " "  # Spark has no EXPLAIN SIMPLE
+    prefix = "" if stripped[:7].upper() == "EXPLAIN" else f"EXPLAIN {mode}"
     result = run(prefix + query, args, spark=spark, conf=conf, **kwargs)
     return "\n".join(row[0] for row in result.df.collect())
 

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from pyspark.errors import PySparkException
+from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -30,6 +30,7 @@ from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state
+from recsql.planner.locate import locate
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
 from recsql.settings import Settings
 
@@ -246,7 +247,8 @@ def infer_schemas(run: GroupRun, group: GroupStep) -> dict[str, StructType]:
         types[cte.key] = None
         for branch in cte.base_branches:
             df = run.branch_df(cte, branch, {})
-            types[cte.key] = _widen(run.ctx.spark, types[cte.key], _branch_types(cte, branch, df, run.ctx.sql))
+            types[cte.key] = _widen(run.ctx.spark, types[cte.key],
+                                    _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
     for _ in range(1 + 2 * len(group.ctes)):
         changed = False
         for cte in group.ctes:
@@ -258,7 +260,8 @@ def infer_schemas(run: GroupRun, group: GroupStep) -> dict[str, StructType]:
                     for r in branch.refs
                 }
                 df = run.branch_df(cte, branch, refs)
-                widened = _widen(run.ctx.spark, types[cte.key], _branch_types(cte, branch, df, run.ctx.sql))
+                widened = _widen(run.ctx.spark, types[cte.key],
+                                 _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
                 if widened != types[cte.key]:
                     types[cte.key], changed = widened, True
         if not changed:
@@ -284,12 +287,26 @@ def _check_width(cte: CTEPlan, branch: Branch, width: int, sql: str) -> None:
         )
 
 
-def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType]) -> list[DataType]:
+def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType],
+           cte: CTEPlan, branch: Branch, sql: str) -> list[DataType]:
+    """Spark's own UNION type widening (rule 3 of DIALECT section 3)."""
     if known is None or known == new:
         return new
     a = spark.createDataFrame([], _struct(known))
     b = spark.createDataFrame([], _struct(new))
-    return [f.dataType for f in a.union(b).schema.fields]
+    try:
+        return [f.dataType for f in a.union(b).schema.fields]
+    except AnalysisException:
+        pairs = [
+            f"{c.name}: {k.simpleString()} vs {n.simpleString()}"
+            for c, k, n in zip(cte.head, known, new) if k != n
+        ]
+        raise RecSQLAnalysisError(
+            f"Branch {branch.index} of CTE `{cte.name}` yields types that do not agree with the "
+            f"other branches ({'; '.join(pairs)}); cast them to a common type",
+            condition="RECSQL_HEAD_BRANCH_TYPE_MISMATCH",
+            **locate(branch.select, sql),
+        ) from None
 
 
 def _struct(types: list[DataType]) -> StructType:

@@ -98,7 +98,8 @@ class Runner:
 
     def run_step(self, ctx: Context, step) -> list[IterationStats]:
         if isinstance(step, ViewStep):
-            ctx.env[cte_binding(step.name)] = self.sql(step.query, ctx.env, ctx.sql)
+            df = self.sql(step.query, ctx.env, ctx.sql)
+            ctx.env[cte_binding(step.name)] = df.toDF(*step.columns) if step.columns else df
             return []
         group = GroupRun(ctx, step)
         for key, df in group.run().items():

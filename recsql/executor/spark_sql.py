@@ -63,18 +63,44 @@ def run_sql(
 
 
 def from_spark_error(error: PySparkException, user_sql: str, user_ast: exp.Expr | None = None):
-    """A recsql error for Spark's complaint about the user's query, located in the user's text."""
+    """A recsql error for Spark's complaint about the user's query, located in the user's text.
+
+    With `user_ast` the SQL Spark saw was rendered by recsql, so Spark's line/pos mean nothing
+    to the user: the named column or table is looked up in the user's AST instead. Without it,
+    Spark saw the user's own text and its position is kept.
+    """
     condition = error.getCondition() or "SPARK_ERROR"
-    message = _strip_internal(error.getMessage() if hasattr(error, "getMessage") else str(error))
-    position = _locate_named(error, user_ast, user_sql) if user_ast is not None else {}
+    raw = error.getMessage() if hasattr(error, "getMessage") else str(error)
+    if user_ast is not None:
+        position = _locate_named(error, user_ast, user_sql)
+    else:
+        position = _spark_position(error, user_sql)
     cls = RecSQLParseError if isinstance(error, ParseException) else RecSQLAnalysisError
-    return cls(message, condition=condition, sql=user_sql, **position)
+    return cls(_strip_internal(raw, condition), condition=condition, sql=user_sql, **position)
 
 
-def _strip_internal(message: str) -> str:
+def _strip_internal(message: str, condition: str) -> str:
+    """Spark's first line, without its `[CONDITION]` prefix, SQLSTATE and position."""
+    message = message.strip().split("\n== SQL", 1)[0]
+    message = re.sub(rf"^\[{re.escape(condition)}\]\s*", "", message)
     message = re.sub(r"\s*SQLSTATE: \w+", "", message)
-    message = re.sub(r";?\s*line \d+ pos \d+.*", "", message, flags=re.S)
+    message = re.sub(r";?\s*\(?line \d+,? pos \d+\)?.*", "", message, flags=re.S)
     return message.strip()
+
+
+def _spark_position(error: PySparkException, sql: str) -> dict:
+    """Line/pos of Spark's query context (analysis errors) or of its `line L, pos P` (parse)."""
+    for context in error.getQueryContext() or []:
+        try:
+            start, stop = context.startIndex(), context.stopIndex()
+        except Exception:  # a DataFrame context has no SQL offsets
+            continue
+        if start is not None and start >= 0:
+            line = sql.count("\n", 0, start) + 1
+            pos = start - (sql.rfind("\n", 0, start) + 1)
+            return {"line": line, "pos": pos, "length": max(1, stop - start + 1)}
+    match = re.search(r"line (\d+),? pos (\d+)", str(error))
+    return {"line": int(match.group(1)), "pos": int(match.group(2))} if match else {}
 
 
 def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:

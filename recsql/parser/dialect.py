@@ -53,7 +53,7 @@ class RaSQLParser(SparkParser):
             and self._next
             and self._next.token_type in FOLLOWS_COLUMN
             and self._prev
-            and self._prev.token_type != TokenType.FROM
+            and self._prev.token_type not in (TokenType.FROM, TokenType.DOT)
         ):
             self._advance()
             return exp.column(exp.to_identifier(self._prev.text))

@@ -152,7 +152,8 @@ class _Planner:
         first = self.defs[component[0]]
         if not is_group and not first.has_head_aggregate:
             query = self.bind_ctes(first.body.copy(), set(self.strata) - members)
-            return ViewStep(name=first.name, query=query, stratum=stratum)
+            columns = tuple(c.name for c in first.column_list or [])
+            return ViewStep(name=first.name, query=query, stratum=stratum, columns=columns)
         ctes = [self.cte(self.defs[key], members) for key in component]
         step = GroupStep(ctes=ctes, stratum=stratum)
         checks.check_group(step, self.sql)
@@ -258,12 +259,29 @@ class _Planner:
             columns = join_columns.get(table.alias_or_name.lower())
             if not columns or table.name.lower() in self.defs or not isinstance(table.this, exp.Identifier):
                 continue
+            self.check_columns(table, columns.values())
             binding = f"rq_base_{len(bases)}"
             bases.append(BaseRelation(binding, _table_sql(table), tuple(columns[k] for k in sorted(columns))))
             table.replace(_bound_table(binding, table.alias_or_name))
             if len(ref_keys) == 1 and set(columns) == set(range(len(next(iter(ref_keys.values()))))):
                 branch.copartitioned = True
         return tuple(bases)
+
+    def check_columns(self, table: exp.Table, names) -> None:
+        known = self.catalog.columns(table.name) or []
+        for name in names:
+            if name.lower() not in {k.lower() for k in known}:
+                column = next(
+                    (c for c in table.root().find_all(exp.Column)
+                     if c.name == name and c.table.lower() == table.alias_or_name.lower()),
+                    table,
+                )
+                raise RecSQLAnalysisError(
+                    f"Column `{name}` of `{table.alias_or_name}` cannot be resolved"
+                    f"{checks.did_you_mean(name, known)} (`{table.name}` has {', '.join(known)})",
+                    condition="RECSQL_UNKNOWN_COLUMN",
+                    **locate(column, self.sql),
+                )
 
     def bind_ctes(self, node: exp.Expr, names: set[str]) -> exp.Expr:
         """Replace references to completed CTEs by `{cte_<name>}` bindings."""

@@ -119,6 +119,7 @@ class ViewStep:
     name: str
     query: exp.Query
     stratum: int
+    columns: tuple[str, ...] = ()  # the CTE's column list, if it has one
 
     @property
     def key(self) -> str:
