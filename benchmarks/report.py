@@ -16,6 +16,8 @@ def _median_run(runs):
 def _s(x):
     if x is None:
         return "–"
+    if x < 0.01:
+        return f"{x:.5f}"
     return f"{x:.3f}" if x < 1 else f"{x:.2f}" if x < 100 else f"{x:.0f}"
 
 
