@@ -189,7 +189,7 @@ def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough)
             warnings.warn(f"view {name} refers to temporary objects; registered as a temporary "
                           "view of this session", stacklevel=4)
             df = runner.spark.sql(render(node.expression, escape_braces=False), args=runner.args)
-            df.createOrReplaceTempView(name)
+            _with_columns(df, node).createOrReplaceTempView(name)
             return Result(df=_empty(runner.spark), kind="command")
     result = runner.execute(plan)
     if kind == "VIEW":
@@ -200,7 +200,7 @@ def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough)
         if not node.args.get("replace") and runner.spark.catalog.tableExists(name):
             raise RecSQLAnalysisError(f"View `{name}` already exists; use CREATE OR REPLACE",
                                       condition="RECSQL_VIEW_EXISTS", sql=statement.text)
-        result.df.createOrReplaceTempView(name)
+        _with_columns(result.df, node).createOrReplaceTempView(name)
     else:
         writer = result.df.write
         fmt = _using(node)
@@ -208,6 +208,13 @@ def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough)
             writer = writer.format(fmt)
         writer.saveAsTable(name, mode="overwrite" if node.args.get("replace") else "errorifexists")
     return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
+
+
+def _with_columns(df: DataFrame, node: exp.Create) -> DataFrame:
+    """Apply a `CREATE VIEW v (a, b)` column list."""
+    if isinstance(node.this, exp.Schema) and node.this.expressions:
+        return df.toDF(*[c.name for c in node.this.expressions])
+    return df
 
 
 def _properties(node: exp.Create) -> list[exp.Expr]:
