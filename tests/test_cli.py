@@ -292,9 +292,6 @@ def test_script_stops_at_the_first_error(session_spark):
     assert "nope_column" in result.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="engine: errors Spark raises for passed-through statements "
-                   "repeat the condition and lose line/pos and the caret (recsql/executor/"
-                   "spark_sql.py from_spark_error)")
 def test_spark_error_renders_like_spark_sql(session_spark):
     result = invoke("-e", "SELECT nope_column")
     assert result.stderr.startswith("[UNRESOLVED_COLUMN.WITHOUT_SUGGESTION] A column")

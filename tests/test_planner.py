@@ -1,0 +1,294 @@
+"""Planner tests without Spark: groups, strata, delta rules, partition keys, contributors, checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from recsql.errors import RecSQLAnalysisError
+from recsql.parser import parse_statement
+from recsql.planner import ALL, DELTA, DictCatalog, GroupStep, ViewStep, plan_query, render_plan
+
+CATALOG = DictCatalog({
+    "edge": ["Src", "Dst", "Cost"],
+    "report": ["Mgr", "Emp"],
+    "sales": ["M", "P"],
+    "sponsor": ["M1", "M2"],
+    "nodes": ["X"],
+    "rel": ["Parent", "Child"],
+    "inter": ["S", "E"],
+    "lstart": ["T"],
+})
+
+SSSP = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
+        "(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) "
+        "SELECT Dst, Cost FROM path")
+
+
+def plan(q, catalog=CATALOG):
+    return plan_query(parse_statement(q).expression, q, catalog)
+
+
+def analysis_error(q, catalog=CATALOG) -> RecSQLAnalysisError:
+    with pytest.raises(RecSQLAnalysisError) as info:
+        plan(q, catalog)
+    return info.value
+
+
+# ---------------------------------------------------------------------------------- structure
+
+def test_sssp_plan_keys_and_bases():
+    p = plan(SSSP)
+    assert p.recursive
+    (group,) = p.groups
+    (cte,) = group.ctes
+    assert cte.name == "path"
+    assert cte.group_key == ["Dst"] and cte.partition_key == ["Dst"]
+    assert [(c.name, c.agg) for c in cte.aggregates] == [("Cost", "min")]
+    assert not cte.bag and not cte.summing
+    assert len(cte.base_branches) == 1 and len(cte.recursive_branches) == 1
+    rec = cte.recursive_branches[0]
+    assert rec.variants == ((DELTA,),)
+    assert [(b.table, b.columns) for b in rec.bases] == [("edge", ("Src",))]
+    text = render_plan(p)
+    assert "group key / partition key: (Dst)" in text
+    assert "aggregated columns: min(Cost)" in text
+    assert "base edge pre-partitioned by (Src)" in text
+
+
+def test_no_recursion_no_aggregate_goes_to_spark():
+    assert plan("WITH a AS (SELECT Src FROM edge) SELECT * FROM a") is None
+    assert plan("SELECT * FROM edge") is None
+
+
+def test_head_aggregate_without_recursion_is_planned():
+    p = plan("WITH a (Src, max() AS C) AS (SELECT Src, Cost FROM edge) SELECT * FROM a")
+    (group,) = p.groups
+    assert not group.recursive
+    assert group.ctes[0].aggregates[0].agg == "max"
+
+
+@pytest.mark.parametrize("spelling,canonical", [
+    ("min()", "min"), ("mmin", "min"), ("max()", "max"), ("mmax()", "max"),
+    ("sum()", "sum"), ("msum", "sum"), ("count()", "count"), ("mcount", "count"),
+    ("MIN()", "min"),
+])
+def test_aggregate_spellings_canonicalised(spelling, canonical):
+    q = (f"WITH recursive r (Dst, {spelling} AS V) AS (SELECT 1, 1) UNION "
+         "(SELECT edge.Dst, r.V FROM r, edge WHERE r.Dst = edge.Src) SELECT * FROM r")
+    cte = plan(q).groups[0].ctes[0]
+    assert cte.aggregates[0].agg == canonical
+    assert cte.summing == (canonical in ("sum", "count"))
+
+
+def test_nonlinear_tc_has_one_delta_variant_per_reference():
+    q = ("WITH RECURSIVE tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
+         "SELECT t1.X, t2.Y FROM tc AS t1 JOIN tc AS t2 ON t1.Y = t2.X) SELECT count(*) FROM tc")
+    cte = plan(q).groups[0].ctes[0]
+    rec = cte.recursive_branches[0]
+    assert len(rec.refs) == 2
+    assert set(rec.variants) == {(DELTA, ALL), (ALL, DELTA)}
+    assert "delta rule 2" in render_plan(plan(q))
+
+
+def test_mutual_recursion_is_one_group():
+    q = ("WITH RECURSIVE even (X) AS (SELECT 1) UNION "
+         "(SELECT edge.Dst FROM odd, edge WHERE odd.X = edge.Src), "
+         "odd (X) AS (SELECT edge.Dst FROM even, edge WHERE even.X = edge.Src) "
+         "SELECT X FROM even")
+    p = plan(q)
+    assert len(p.groups) == 1
+    assert sorted(p.groups[0].names) == ["even", "odd"]
+    odd = next(c for c in p.groups[0].ctes if c.name == "odd")
+    assert odd.base_branches == []  # its base comes through even
+
+
+def test_strata_order_recursion_then_negation():
+    q = ("WITH RECURSIVE reach (X) AS (SELECT 1 UNION SELECT edge.Dst FROM reach JOIN edge "
+         "ON reach.X = edge.Src), unreached (X) AS (SELECT n.X FROM nodes AS n WHERE NOT "
+         "EXISTS (SELECT 1 FROM reach AS r WHERE r.X = n.X)) SELECT X FROM unreached")
+    p = plan(q)
+    assert [type(s) for s in p.steps] == [GroupStep, ViewStep]
+    assert p.steps[0].stratum < p.steps[1].stratum
+
+
+def test_cte_order_in_with_does_not_matter():
+    q = ("WITH RECURSIVE later (X) AS (SELECT X FROM reach WHERE X > 2), "
+         "reach (X) AS (SELECT 1 UNION SELECT edge.Dst FROM reach, edge WHERE reach.X = edge.Src) "
+         "SELECT * FROM later")
+    p = plan(q)
+    names = [s.name if isinstance(s, ViewStep) else s.names[0] for s in p.steps]
+    assert names.index("reach") < names.index("later")
+
+
+def test_union_all_is_bag():
+    q = "WITH RECURSIVE c (N) AS (SELECT 1 UNION ALL SELECT N + 1 FROM c WHERE N < 5) SELECT * FROM c"
+    cte = plan(q).groups[0].ctes[0]
+    assert cte.bag
+    assert "bag (UNION ALL)" in render_plan(plan(q))
+
+
+def test_column_list_optional_names_from_first_branch():
+    q = ("WITH RECURSIVE r AS (SELECT Src AS A, Dst AS B FROM edge UNION "
+         "SELECT r.A, edge.Dst FROM r, edge WHERE r.B = edge.Src) SELECT * FROM r")
+    assert plan(q).groups[0].ctes[0].columns == ["A", "B"]
+
+
+def test_sum_contributors():
+    q = ("WITH recursive bonus(M, sum() as B) AS (SELECT M, P * 0.1 FROM sales) UNION "
+         "(SELECT sponsor.M1, bonus.B * 0.5 FROM bonus, sponsor WHERE bonus.M = sponsor.M2) "
+         "SELECT M, B FROM bonus")
+    cte = plan(q).groups[0].ctes[0]
+    base, rec = cte.branches
+    assert len(base.contributor) == 2  # the whole base row
+    assert [e.name for e in rec.contributor] == ["M"]  # the group key of the recursive row
+
+
+def test_parameters_are_collected():
+    q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT :src, 0) UNION "
+         "(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src "
+         "AND edge.Cost < :cap) SELECT Dst, Cost FROM path")
+    assert plan(q).parameters == {"src", "cap"}
+
+
+def test_several_aggregates_in_one_head():
+    q = ("WITH RECURSIVE r (Dst, min() AS Lo, max() AS Hi) AS (SELECT 1, 0, 0) UNION "
+         "(SELECT edge.Dst, r.Lo + edge.Cost, r.Hi + edge.Cost FROM r, edge WHERE r.Dst = edge.Src) "
+         "SELECT * FROM r")
+    cte = plan(q).groups[0].ctes[0]
+    assert cte.group_key == ["Dst"]
+    assert [(c.name, c.agg) for c in cte.aggregates] == [("Lo", "min"), ("Hi", "max")]
+
+
+def test_group_key_of_three_way_join_same_generation():
+    q = ("WITH recursive sg (X, Y) AS (SELECT a.Child, b.Child FROM rel a, rel b "
+         "WHERE a.Parent = b.Parent AND a.Child <> b.Child) UNION (SELECT a.Child, b.Child "
+         "FROM rel a, sg, rel b WHERE a.Parent = sg.X AND b.Parent = sg.Y) SELECT X, Y FROM sg")
+    cte = plan(q).groups[0].ctes[0]
+    assert cte.group_key == ["X", "Y"]
+    assert len(cte.recursive_branches[0].refs) == 1
+
+
+# ---------------------------------------------------------------------------------- checks
+
+def test_unknown_table_with_suggestion():
+    q = SSSP.replace("path, edge WHERE", "path, edges WHERE")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_UNKNOWN_TABLE"
+    assert "`edges`" in err.message and "`edge`" in err.message
+    assert err.line == 1 and err.pos == q.index("edges")
+
+
+def test_unknown_column_of_recursive_reference_with_suggestion():
+    q = SSSP.replace("path.Cost + edge.Cost", "path.Cst + edge.Cost")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_UNKNOWN_COLUMN"
+    assert "`Cst`" in err.message and "`Cost`" in err.message
+    start = q.index("path.Cst")
+    assert start <= err.pos <= start + len("path.")  # the qualified column or its name
+
+
+def test_head_branch_mismatch_names_branch_and_columns():
+    q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0, 7) UNION "
+         "(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) "
+         "SELECT Dst, Cost FROM path")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_HEAD_BRANCH_MISMATCH"
+    assert "Branch 1" in err.message and "3 column" in err.message and "has 2" in err.message
+
+
+@pytest.mark.parametrize("func", ["avg", "stddev", "my_udf"])
+def test_unsupported_head_aggregate(func):
+    q = SSSP.replace("min()", f"{func}()")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_UNSUPPORTED_HEAD_AGGREGATE"
+    assert f"`{func}()`" in err.message and "pre-mappable" in err.message
+    assert err.pos == q.index(f"{func}()")
+
+
+def test_aggregated_column_as_join_key():
+    q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
+         "(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Cost = edge.Src) "
+         "SELECT Dst, Cost FROM path")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_AGGREGATE_AS_KEY"
+    assert "path.Cost" in err.message and "rule 1" in err.message
+    start = q.index("path.Cost =")
+    assert start <= err.pos <= start + len("path.")
+
+
+def test_aggregated_column_feeding_group_key():
+    q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
+         "(SELECT path.Cost, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) "
+         "SELECT Dst, Cost FROM path")
+    assert analysis_error(q).condition == "RECSQL_AGGREGATE_AS_KEY"
+
+
+def test_aggregated_column_in_non_equi_condition_is_fine():
+    q = ("WITH recursive coal (S, max() AS E) AS (SELECT lstart.T, inter.E FROM lstart, inter "
+         "WHERE lstart.T = inter.S) UNION (SELECT coal.S, inter.E FROM coal, inter "
+         "WHERE coal.S <= inter.S AND inter.S <= coal.E) SELECT S, E FROM coal")
+    assert plan(q).groups[0].ctes[0].aggregates[0].agg == "max"
+
+
+@pytest.mark.parametrize("branch,what", [
+    ("SELECT edge.Dst, min(path.Cost + edge.Cost) FROM path, edge WHERE path.Dst = edge.Src GROUP BY edge.Dst", "aggregation"),
+    ("SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src LIMIT 5", "LIMIT"),
+    ("SELECT edge.Dst, row_number() OVER (ORDER BY edge.Dst) FROM path, edge WHERE path.Dst = edge.Src", "window"),
+])
+def test_forbidden_in_recursive_branch(branch, what):
+    q = f"WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION ({branch}) SELECT Dst, Cost FROM path"
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_FORBIDDEN_IN_RECURSION"
+    assert what in err.message
+    assert err.line == 1 and err.pos is not None
+
+
+def test_negation_over_own_group_rejected():
+    q = ("WITH RECURSIVE r (X) AS (SELECT 1 UNION SELECT edge.Dst FROM r, edge WHERE r.X = edge.Src "
+         "AND NOT EXISTS (SELECT 1 FROM r AS r2 WHERE r2.X = edge.Dst + 100)) SELECT * FROM r")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_NONMONOTONE_NEGATION"
+    assert "not monotone" in err.message
+
+
+def test_negation_over_completed_cte_allowed():
+    q = ("WITH RECURSIVE reach (X) AS (SELECT 1 UNION SELECT edge.Dst FROM reach, edge WHERE reach.X = edge.Src), "
+         "other (X) AS (SELECT 2 UNION SELECT edge.Dst FROM other, edge WHERE other.X = edge.Src "
+         "AND NOT EXISTS (SELECT 1 FROM reach WHERE reach.X = edge.Dst)) SELECT * FROM other")
+    p = plan(q)
+    assert len(p.groups) == 2
+    assert p.groups[0].stratum < p.groups[1].stratum
+
+
+def test_head_aggregate_with_union_all_rejected():
+    q = SSSP.replace(") UNION (", ") UNION ALL (")
+    assert analysis_error(q).condition == "RECSQL_AGGREGATE_WITH_UNION_ALL"
+
+
+def test_no_base_branch_rejected():
+    q = ("WITH RECURSIVE r (X) AS (SELECT edge.Dst FROM r, edge WHERE r.X = edge.Src) SELECT * FROM r")
+    assert analysis_error(q).condition == "RECSQL_NO_BASE_BRANCH"
+
+
+def test_duplicate_cte_rejected():
+    q = "WITH RECURSIVE a (X) AS (SELECT 1 UNION SELECT X + 1 FROM a WHERE X < 3), A (X) AS (SELECT 2) SELECT * FROM a"
+    assert analysis_error(q).condition == "RECSQL_DUPLICATE_CTE"
+
+
+def test_nonlinear_union_all_rejected():
+    q = ("WITH RECURSIVE tc (X, Y) AS (SELECT Src, Dst FROM edge UNION ALL "
+         "SELECT t1.X, t2.Y FROM tc AS t1 JOIN tc AS t2 ON t1.Y = t2.X) SELECT * FROM tc")
+    assert analysis_error(q).condition == "RECSQL_NONLINEAR_UNION_ALL"
+
+
+def test_errors_render_caret_under_the_position():
+    q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)\n"
+         "UNION (SELECT edge.Dst, path.Cost + edge.Cost\n"
+         "       FROM path, edgez WHERE path.Dst = edge.Src)\n"
+         "SELECT Dst, Cost FROM path")
+    err = analysis_error(q).with_sql(q)
+    assert err.line == 3 and err.pos == q.splitlines()[2].index("edgez")
+    text = str(err)
+    lines = text.splitlines()
+    caret = lines[lines.index("       FROM path, edgez WHERE path.Dst = edge.Src)") + 1]
+    assert caret.startswith("-" * err.pos + "^")
