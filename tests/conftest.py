@@ -31,6 +31,9 @@ def spark(tmp_path_factory):
         .config("spark.driver.memory", "2g")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(warehouse))
+        # The suite exercises the Spark fixpoint loop; tests/test_endgame.py turns the driver
+        # endgame on per call (it would otherwise finish most of these small fixpoints).
+        .config("spark.recsql.endgame.enabled", "false")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
