@@ -72,14 +72,10 @@ def explain(query: str, args: dict | list | None = None, *, spark: SparkSession 
 
 
 def _runner(spark, args, conf, progress) -> Runner:
-    if isinstance(args, list):
-        args_dict = None  # positional markers: only Spark's own statements take them
-    else:
-        args_dict = args
+    # Positional `?` markers (a list) reach only statements passed straight to Spark.
+    named = None if isinstance(args, list) else args
     settings = Settings.read(spark, conf)
-    runner = Runner(spark=spark, settings=settings, args=args_dict, frames={}, on_iteration=progress)
-    runner.positional_args = args if isinstance(args, list) else None
-    return runner
+    return Runner(spark=spark, settings=settings, args=named, frames={}, on_iteration=progress)
 
 
 def _spark_sql(spark: SparkSession, query: str, args, kwargs: dict) -> DataFrame:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, QueryPlan, ViewStep
+from recsql.planner.model import DELTA, Branch, CTEPlan, QueryPlan, ViewStep
 
 
 def render_plan(plan: QueryPlan) -> str:
