@@ -186,7 +186,7 @@ def _relation_df(run, branch: Branch, key: tuple) -> DataFrame:
     kind = key[0]
     if kind == "base":
         base = next(b for b in branch.bases if (b.table.lower(), tuple(c.lower() for c in b.columns)) == key[1:])
-        return run.base(base.table, base.columns)
+        return run.base(run.group.ctes[0], base.table, base.columns)
     if kind == "env":
         return run.ctx.env[key[1]]
     return run.ctx.spark.table(key[1])

@@ -8,10 +8,12 @@ ends the loop. Checkpointing cuts the lineage, so iteration N plans as fast as i
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from typing import Callable
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -87,17 +89,17 @@ class GroupRun:
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame]) -> DataFrame:
         bindings = {**self.ctx.env, **refs}
         for base in branch.bases:
-            bindings[base.binding] = self.base(base.table, base.columns)
+            bindings[base.binding] = self.base(cte, base.table, base.columns)
         used = {k: v for k, v in bindings.items() if "{" + k + "}" in self.text(cte, branch)}
         return run_sql(self.ctx.spark, self.text(cte, branch), used, self.ctx.args, self.ctx.sql,
                        branch.select)
 
-    def base(self, table: str, columns: tuple[str, ...]) -> DataFrame:
+    def base(self, cte: CTEPlan, table: str, columns: tuple[str, ...]) -> DataFrame:
         """The base table hash-partitioned by its join columns, checkpointed once per run."""
         key = (table.lower(), tuple(c.lower() for c in columns))
         if key not in self.ctx.bases:
-            df = self.ctx.spark.table(table)
-            self.ctx.bases[key] = df.repartition(self.ctx.partitions, *columns).localCheckpoint()
+            df = self.ctx.spark.table(table).repartition(self.ctx.partitions, *columns)
+            self.ctx.bases[key] = self.materialize(cte, df, 0)
         return self.ctx.bases[key]
 
     def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame:
@@ -215,6 +217,10 @@ class GroupRun:
     def materialize(self, cte: CTEPlan, merged: DataFrame, iteration: int) -> DataFrame:
         try:
             return merged.localCheckpoint(eager=True)
+        except Py4JJavaError as error:
+            # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data):
+            # report Spark's conditions, outermost and root cause, not the JVM stack trace.
+            raise _job_failure(cte, iteration, str(error)) from None
         except PySparkException as error:
             if is_overflow(error):
                 columns = ", ".join(c.name for c in cte.aggregates) or "(values)"
@@ -223,7 +229,12 @@ class GroupRun:
                     f"{iteration}; cast the aggregated value to DECIMAL(38, 0) or DOUBLE",
                     condition="RECSQL_AGGREGATE_OVERFLOW",
                 ) from None
-            raise
+            condition = error.getCondition() or "SPARK_ERROR"
+            first_line = str(error).strip().splitlines()[0] if str(error).strip() else condition
+            raise RecSQLExecutionError(
+                f"CTE `{cte.name}` failed at iteration {iteration}: {first_line}",
+                condition=condition,
+            ) from error
 
     def fail_iteration_limit(self, iteration: int) -> None:
         limit = self.ctx.settings.max_iterations
@@ -237,6 +248,19 @@ class GroupRun:
             "cycle may never terminate",
             condition="RECSQL_MAX_ITERATIONS",
         )
+
+
+def _job_failure(cte: CTEPlan, iteration: int, trace: str) -> RecSQLExecutionError:
+    conditions = re.findall(r"\[([A-Z][A-Z_.]+)\] ([^\n]*)", trace)
+    if not conditions:
+        first = next((ln for ln in trace.splitlines() if ln.strip()), "Spark job failed")
+        conditions = [("SPARK_JOB_FAILED", first.strip())]
+    (outer, message), (root, cause) = conditions[0], conditions[-1]
+    detail = message if root == outer else f"{message} Caused by [{root}] {cause}"
+    return RecSQLExecutionError(
+        f"CTE `{cte.name}` failed at iteration {iteration}: {detail.replace(' SQLSTATE', '; SQLSTATE')}",
+        condition=outer,
+    )
 
 
 def infer_schemas(run: GroupRun, group: GroupStep) -> dict[str, StructType]:
