@@ -21,21 +21,24 @@ Progress = Callable[[IterationStats], None]
 
 
 def sql(query: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
-        conf: dict[str, Any] | None = None, **kwargs: Any) -> DataFrame:
+        conf: dict[str, Any] | None = None, resume: bool = False, **kwargs: Any) -> DataFrame:
     """Run one statement like `SparkSession.sql`, with RaSQL recursion; returns a DataFrame.
 
     `args` binds `:name` markers; keyword arguments fill `{name}` placeholders (DataFrames become
-    relations). `conf` overrides `spark.recsql.*` settings for this call only.
+    relations). `conf` overrides `spark.recsql.*` settings for this call only. `resume=True`
+    continues each recursive group from its latest checkpoint written by an interrupted run of
+    the same statement over the same inputs (see `spark.recsql.checkpointDir`).
     """
-    return run(query, args, spark=spark, conf=conf, **kwargs).df
+    return run(query, args, spark=spark, conf=conf, resume=resume, **kwargs).df
 
 
 def run(query: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
         conf: dict[str, Any] | None = None, progress: Progress | None = None,
-        **kwargs: Any) -> Result:
+        resume: bool = False, **kwargs: Any) -> Result:
     """Like `sql`, but returns a `Result` with `.df` and per-iteration `.stats`."""
     spark = resolve(spark)
     runner = _runner(spark, args, conf, progress)
+    runner.resume = resume
     text, frames = _format(query, kwargs)
     runner.frames = frames
     statement = parse_statement(text)
@@ -51,11 +54,12 @@ def run(query: str, args: dict | list | None = None, *, spark: SparkSession | No
 
 def script(text: str, args: dict | list | None = None, *, spark: SparkSession | None = None,
            conf: dict[str, Any] | None = None, progress: Progress | None = None,
-           **kwargs: Any) -> Result:
+           resume: bool = False, **kwargs: Any) -> Result:
     """Run the `;`-separated statements of `text` in order; return the last one's result."""
     result = None
     for statement in split_statements(text):
-        result = run(statement, args, spark=spark, conf=conf, progress=progress, **kwargs)
+        result = run(statement, args, spark=spark, conf=conf, progress=progress, resume=resume,
+                     **kwargs)
     if result is None:
         raise RecSQLError("The script holds no statement", condition="RECSQL_EMPTY_SCRIPT")
     return result

@@ -28,6 +28,13 @@ def _positive_int(value: str) -> int:
     return number
 
 
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError(f"expected a non-negative integer, got {value!r}")
+    return number
+
+
 def _non_negative_float(value: str) -> float:
     number = float(value)
     if number < 0:
@@ -51,6 +58,12 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                              "the delta must be at most this many rows to finish on the driver"),
     "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
                               "state plus base rows the driver may hold to finish the fixpoint"),
+    "checkpointInterval": ("checkpoint_interval", 50, _non_negative_int,
+                           "iterations between reliable checkpoints of the recursive state "
+                           "(0: none; only with a checkpoint directory)"),
+    "checkpointDir": ("checkpoint_dir", "", str,
+                      "where reliable checkpoints go (empty: the session's spark.checkpoint.dir; "
+                      "neither: no reliable checkpoints)"),
 }
 PREFIX = "spark.recsql."
 
@@ -64,6 +77,8 @@ class Settings:
     endgame_enabled: bool = True
     endgame_max_delta_rows: int = 10000
     endgame_max_driver_rows: int = 2_000_000
+    checkpoint_interval: int = 50
+    checkpoint_dir: str = ""
 
     @classmethod
     def read(cls, spark, overrides: dict[str, Any] | None = None) -> Settings:

@@ -67,6 +67,7 @@ class Options:
     header: bool | None
     stats: bool
     plot: str | None
+    resume: bool = False
 
     @property
     def recsql_conf(self) -> dict[str, str]:
@@ -107,13 +108,15 @@ class Options:
 @click.option("--stats", is_flag=True, help="Per-iteration table on stderr after each result.")
 @click.option("--plot", metavar="FILE.png", type=click.Path(dir_okay=False),
               help="Draw delta rows per iteration (log scale), one line per recursive CTE.")
+@click.option("--resume", is_flag=True, help="Continue recursive queries from the checkpoints an "
+              "interrupted run of the same statements left (spark.recsql.checkpointDir).")
 @click.version_option(recsql.__version__, "--version", prog_name="recsql",
                       message="%(prog)s %(version)s")
 @click.pass_context
 def cli(ctx: click.Context, script_path, execute, file, init, master, conf, name, silent, verbose,
-        tables_, fmt, output, overwrite, header, stats, plot) -> None:
+        tables_, fmt, output, overwrite, header, stats, plot, resume) -> None:
     options = Options(script_path, execute, file, init, master, conf, name, silent, verbose,
-                      tables_, fmt, output, overwrite, header, stats, plot)
+                      tables_, fmt, output, overwrite, header, stats, plot, resume)
     source = pick_source(options)
     check_outputs(options)
     quiet_libraries()
@@ -197,7 +200,8 @@ def make_runner(options: Options, spark: SparkSession, reporter: Reporter) -> Ru
     fmt = output.choose_format(options.format, None, terminal)
     header = options.header if options.header is not None else options.format is not None
     return Runner(spark=spark, reporter=reporter, format=fmt, header=header,
-                  recsql_conf=options.recsql_conf, show_stats=options.stats)
+                  recsql_conf=options.recsql_conf, show_stats=options.stats,
+                  resume=options.resume)
 
 
 def make_sink(options: Options) -> Sink | None:

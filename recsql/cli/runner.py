@@ -37,6 +37,7 @@ class Runner:
     header: bool
     recsql_conf: dict[str, Any] = field(default_factory=dict)
     show_stats: bool = False
+    resume: bool = False  # --resume: continue from the checkpoints of an interrupted run
     stdout: IO[str] | None = None
     runs: list[list[IterationStats]] = field(default_factory=list)
 
@@ -60,7 +61,7 @@ class Runner:
         started = time.monotonic()
         with self.reporter.progress(_label(statement)) as on_iteration, _warnings_to(self.reporter):
             result = recsql.run(statement, spark=self.spark, conf=self.recsql_conf or None,
-                                progress=on_iteration)
+                                progress=on_iteration, resume=self.resume)
             rows = self.emit(result, sink, show)
         if callable(rows):  # a table: printed once the progress line is gone
             rows = rows()

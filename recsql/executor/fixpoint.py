@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame
+from recsql.executor import endgame, recovery
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state
 from recsql.planner.locate import locate
@@ -62,6 +62,7 @@ class Context:
     env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
     bases: dict[tuple[str, tuple[str, ...]], DataFrame]  # pre-partitioned base tables
     on_iteration: Callable[[IterationStats], None] | None = None
+    recovery: recovery.Recovery | None = None  # reliable checkpoints and resume
 
 
 class GroupRun:
@@ -77,6 +78,7 @@ class GroupRun:
             )
             for cte in group.ctes
         }
+        self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
 
     # -- running branches -------------------------------------------------------------
 
@@ -125,15 +127,22 @@ class GroupRun:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self) -> dict[str, DataFrame]:
-        self.step(0, self.base_candidates)
-        iteration = 0
+        iteration = self.checkpoints.resume()  # resume=True: the latest matching checkpoint
+        if iteration is None:
+            self.step(0, self.base_candidates)
+            iteration = 0
         while any(s.delta_rows for s in self.states.values()):
             if endgame.applies(self) and endgame.finish_on_driver(self, iteration):
                 break
             iteration += 1
             if iteration > self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration - 1)
-            self.step(iteration, self.recursive_candidates)
+            try:
+                self.step(iteration, self.recursive_candidates)
+            except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
+                iteration = self.checkpoints.recover(error)
+                continue
+            self.checkpoints.after_step(iteration)
         return {key: state.result() for key, state in self.states.items()}
 
     def base_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
@@ -220,8 +229,14 @@ class GroupRun:
         except Py4JJavaError as error:
             # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data):
             # report Spark's conditions, outermost and root cause, not the JVM stack trace.
-            raise _job_failure(cte, iteration, str(error)) from None
+            failure = _job_failure(cte, iteration, str(error))
+            if recovery.lost_blocks(str(error)):
+                raise recovery.BlocksLost(failure.message, condition=failure.condition) from None
+            raise failure from None
         except PySparkException as error:
+            if recovery.lost_blocks(str(error)):
+                raise recovery.BlocksLost(f"CTE `{cte.name}` failed at iteration {iteration}: "
+                                          f"{error}", condition="RECSQL_BLOCKS_LOST") from None
             if is_overflow(error):
                 columns = ", ".join(c.name for c in cte.aggregates) or "(values)"
                 raise RecSQLExecutionError(

@@ -14,6 +14,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.executor.fixpoint import Context, GroupRun, IterationStats
+from recsql.executor.recovery import Recovery
 from recsql.executor.session import cancellable, overridden_conf
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render, run_sql
 from recsql.parser import Statement
@@ -59,6 +60,7 @@ class Runner:
     args: dict | None
     frames: dict[str, DataFrame]
     on_iteration: Callable[[IterationStats], None] | None = None
+    resume: bool = False  # continue recursive groups from their latest matching checkpoint
 
     def plan(self, query: exp.Expr, sql: str) -> QueryPlan | None:
         with quiet_pyspark_error_logs():
@@ -67,10 +69,13 @@ class Runner:
     def execute(self, plan: QueryPlan) -> Result:
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
+            ctx.recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
+                                                  self.frames, self.resume)
             stats = []
             for step in plan.steps:
                 stats += self.run_step(ctx, step)
             df = self.sql(plan.final, ctx.env, plan.sql)
+            ctx.recovery.finish()
         return Result(df=df, stats=stats, plan=plan)
 
     def explain(self, plan: QueryPlan, mode: str) -> str:
