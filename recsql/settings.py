@@ -42,6 +42,15 @@ def _non_negative_float(value: str) -> float:
     return number
 
 
+def _join_strategy(value: str) -> str:
+    from recsql.executor.joinside import STRATEGIES
+
+    text = str(value).strip().lower()
+    if text != "auto" and text not in STRATEGIES:
+        raise ValueError(f"expected auto or one of {', '.join(STRATEGIES)}, got {value!r}")
+    return text
+
+
 # key suffix -> (attribute, default, parser, meaning)
 KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "maxIterations": ("max_iterations", 10000, _positive_int,
@@ -52,6 +61,8 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                       "a delta of at most this many rows is broadcast to the join (0: never)"),
     "partitions": ("partitions", 0, int,
                    "partitions of the recursive state (0: spark.sql.shuffle.partitions)"),
+    "joinStrategy": ("join_strategy", "auto", _join_strategy,
+                     "auto (vote of the partitions) or force broadcast-delta, broadcast-base, shuffle"),
     "endgame.enabled": ("endgame_enabled", True, _bool,
                         "finish a fixpoint's long tail on the driver once it is small"),
     "endgame.maxDeltaRows": ("endgame_max_delta_rows", 10000, int,
@@ -74,6 +85,7 @@ class Settings:
     sum_tolerance: float = 1e-9
     broadcast_rows: int = 50000
     partitions: int = 0
+    join_strategy: str = "auto"
     endgame_enabled: bool = True
     endgame_max_delta_rows: int = 10000
     endgame_max_driver_rows: int = 2_000_000

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from py4j.protocol import Py4JJavaError
@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame, recovery
+from recsql.executor import endgame, joinside, recovery
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state
 from recsql.planner.locate import locate
@@ -61,6 +61,7 @@ class Context:
     sql: str  # the user's statement, for error messages
     env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
     bases: dict[tuple[str, tuple[str, ...]], DataFrame]  # pre-partitioned base tables
+    base_sizes: dict[tuple[str, tuple[str, ...]], list[int]] = field(default_factory=dict)
     on_iteration: Callable[[IterationStats], None] | None = None
     recovery: recovery.Recovery | None = None  # reliable checkpoints and resume
 
@@ -88,10 +89,12 @@ class GroupRun:
             self.texts[key] = render(_with_contributor(cte, branch), escape_braces=True)
         return self.texts[key]
 
-    def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame]) -> DataFrame:
+    def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
+                  broadcast_bases: bool = False) -> DataFrame:
         bindings = {**self.ctx.env, **refs}
         for base in branch.bases:
-            bindings[base.binding] = self.base(cte, base.table, base.columns)
+            df = self.base(cte, base.table, base.columns)
+            bindings[base.binding] = df.hint("broadcast") if broadcast_bases else df
         used = {k: v for k, v in bindings.items() if "{" + k + "}" in self.text(cte, branch)}
         return run_sql(self.ctx.spark, self.text(cte, branch), used, self.ctx.args, self.ctx.sql,
                        branch.select)
@@ -101,8 +104,20 @@ class GroupRun:
         key = (table.lower(), tuple(c.lower() for c in columns))
         if key not in self.ctx.bases:
             df = self.ctx.spark.table(table).repartition(self.ctx.partitions, *columns)
-            self.ctx.bases[key] = self.materialize(cte, df, 0)
+            observation = Observation(f"recsql_base_{len(self.ctx.bases)}_{id(self)}")
+            sizes = [F.count_if(F.spark_partition_id() == k).alias(f"p{k}")
+                     for k in range(self.ctx.partitions)]
+            self.ctx.bases[key] = self.materialize(cte, df.observe(observation, *sizes), 0)
+            counts = observation.get
+            if counts:
+                self.ctx.base_sizes[key] = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
         return self.ctx.bases[key]
+
+    def base_sizes(self, branch: Branch) -> list[int] | None:
+        """Per-partition rows of the branch's (first) pre-partitioned base table, if known."""
+        for base in branch.bases:
+            return self.ctx.base_sizes.get((base.table.lower(), tuple(c.lower() for c in base.columns)))
+        return None
 
     def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame:
         """Cast a branch's output to the head's names and types (plus the contributor)."""
@@ -158,38 +173,42 @@ class GroupRun:
             parts, strategies = [], set()
             for branch in cte.recursive_branches:
                 for variant in branch.variants:
-                    refs, strategy = self.bind_variant(branch, variant)
+                    refs, strategy = self.bind_variant(cte, branch, variant)
                     if refs is None:
                         continue
                     strategies.add(strategy)
-                    parts.append(self.shape(cte, branch, self.branch_df(cte, branch, refs)))
+                    df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE)
+                    parts.append(self.shape(cte, branch, df))
             result[cte.key] = (_union(parts), "+".join(sorted(strategies)) or "-")
         return result
 
-    def bind_variant(self, branch: Branch, variant: tuple[str, ...]):
-        """DataFrames for one delta rule, or None when a delta it reads is empty."""
-        refs, strategy = {}, "shuffle"
+    def bind_variant(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]):
+        """DataFrames for one delta rule and its join strategy, or None when a delta it reads is
+        empty."""
+        refs, strategy = {}, "-"
         for ref, role in zip(branch.refs, variant):
             state = self.states[ref.cte]
             if role == DELTA:
                 if state.delta_rows == 0:
                     return None, None
-                df = state.delta
-                df, strategy = self.join_side(branch, state)
+                strategy = self.join_strategy(cte, branch, state)
+                refs[ref.binding] = state.delta.hint(_DELTA_HINTS[strategy])
             else:
-                df = state.all
-            refs[ref.binding] = df
-        return refs, strategy
+                refs[ref.binding] = state.all
+        return refs, _label(strategy, branch)
 
-    def join_side(self, branch: Branch, state: RelationState) -> tuple[DataFrame, str]:
-        """Which side of the delta's join moves. Co-partitioned with its base tables, the delta
-        joins in place (hash join, no exchange, no extra job); otherwise a small delta is
-        broadcast rather than shuffled, and a large one is shuffled to a hash join."""
-        if branch.copartitioned:
-            return state.delta.hint("shuffle_hash"), "co-partitioned"
-        if state.delta_rows <= self.ctx.settings.broadcast_rows:
-            return state.delta.hint("broadcast"), "broadcast"
-        return state.delta.hint("shuffle_hash"), "shuffle"
+    def join_strategy(self, cte: CTEPlan, branch: Branch, state: RelationState) -> str:
+        """Which side of the delta's join moves this iteration (see joinside: a vote of the
+        partitions over the sizes the previous iteration's action reported)."""
+        base_parts = self.base_sizes(branch) if branch.bases else None
+        return joinside.decide(
+            delta_parts=state.delta_partition_rows,
+            base_parts=base_parts,
+            delta_rows=state.delta_rows,
+            base_rows=sum(base_parts) if base_parts else None,
+            broadcast_rows=self.ctx.settings.broadcast_rows,
+            forced=self.ctx.settings.join_strategy,
+        )
 
     def step(self, iteration: int, build_candidates) -> None:
         """Build every CTE's candidates from the previous states, then merge each (the first
@@ -213,6 +232,9 @@ class GroupRun:
                     # checkpointed (in-memory) rows instead.
                     metrics = checkpointed.agg(*state.metrics()).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
+                state.delta_partition_rows = [
+                    metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
+                ]
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=time.perf_counter() - started,
@@ -263,6 +285,21 @@ class GroupRun:
             "cycle may never terminate",
             condition="RECSQL_MAX_ITERATIONS",
         )
+
+
+# How the delta is hinted for each strategy (a broadcast base is hinted in branch_df).
+_DELTA_HINTS = {
+    joinside.BROADCAST_DELTA: "broadcast",
+    joinside.BROADCAST_BASE: "shuffle_hash",
+    joinside.SHUFFLE: "shuffle_hash",
+}
+
+
+def _label(strategy: str, branch: Branch) -> str:
+    """The strategy as the statistics show it; a shuffle of a co-partitioned delta moves nothing."""
+    if strategy == joinside.SHUFFLE and branch.copartitioned:
+        return "co-partitioned"
+    return strategy
 
 
 def _job_failure(cte: CTEPlan, iteration: int, trace: str) -> RecSQLExecutionError:

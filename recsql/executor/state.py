@@ -31,6 +31,7 @@ class RelationState:
         self.delta: DataFrame = self.all
         self.delta_rows = 0
         self.total_rows = 0
+        self.delta_partition_rows: list[int] | None = None
 
     @property
     def columns(self) -> list[str]:
@@ -40,11 +41,22 @@ class RelationState:
     def key(self) -> list[str]:
         return self.cte.group_key
 
+    def delta_flag(self) -> Column:
+        """True on the rows of the merged state that form the next delta."""
+        return F.col(CHANGED)
+
+    def total_flag(self) -> Column:
+        """True on the rows of the merged state that are rows of the relation."""
+        return F.lit(True)
+
     def metrics(self) -> list[Column]:
-        """What the iteration's one action reports: new/changed rows and total rows."""
+        """What the iteration's one action reports: new/changed rows, total rows, and the delta
+        rows of each partition (for the next iteration's join-side vote)."""
+        in_partition = [F.spark_partition_id() == k for k in range(self.partitions)]
         return [
-            F.count_if(F.col(CHANGED)).alias("delta_rows"),
-            F.count(F.lit(1)).alias("total_rows"),
+            F.count_if(self.delta_flag()).alias("delta_rows"),
+            F.count_if(self.total_flag()).alias("total_rows"),
+            *[F.count_if(self.delta_flag() & p).alias(f"delta_p{k}") for k, p in enumerate(in_partition)],
         ]
 
     def merge(self, candidates: DataFrame) -> DataFrame:
@@ -59,6 +71,7 @@ class RelationState:
         """No candidates this iteration: the delta is empty and `all` stays as it is."""
         self.delta = self.spark.createDataFrame([], self.schema)
         self.delta_rows = 0
+        self.delta_partition_rows = None
 
     def result(self) -> DataFrame:
         return self.all
@@ -125,12 +138,11 @@ class ContributorState(RelationState):
         )
         self.contributors: DataFrame = spark.createDataFrame([], contributor_schema)
 
-    def metrics(self) -> list[Column]:
-        rep = F.col(REP)
-        return [
-            F.count_if(rep & F.col(CHANGED)).alias("delta_rows"),
-            F.count_if(rep).alias("total_rows"),
-        ]
+    def delta_flag(self) -> Column:
+        return F.col(REP) & F.col(CHANGED)
+
+    def total_flag(self) -> Column:
+        return F.col(REP)
 
     def merge(self, candidates: DataFrame) -> DataFrame:
         aggs = self.cte.aggregates
