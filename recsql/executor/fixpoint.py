@@ -201,7 +201,7 @@ class GroupRun:
         """Which side of the delta's join moves this iteration (see joinside: a vote of the
         partitions over the sizes the previous iteration's action reported)."""
         base_parts = self.base_sizes(branch) if branch.bases else None
-        return joinside.decide(
+        choice = joinside.decide(
             delta_parts=state.delta_partition_rows,
             base_parts=base_parts,
             delta_rows=state.delta_rows,
@@ -209,6 +209,12 @@ class GroupRun:
             broadcast_rows=self.ctx.settings.broadcast_rows,
             forced=self.ctx.settings.join_strategy,
         )
+        if choice == joinside.BROADCAST_DELTA and branch.copartitioned and \
+                self.ctx.settings.join_strategy == "auto":
+            # Co-partitioned, the delta already sits with its join partners: moving it costs a
+            # broadcast job and saves nothing (measured: rmat-12 SSSP 5.04 s in place vs 5.40 s).
+            return joinside.SHUFFLE
+        return choice
 
     def step(self, iteration: int, build_candidates) -> None:
         """Build every CTE's candidates from the previous states, then merge each (the first
