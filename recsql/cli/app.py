@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import signal
+import threading
 import logging
 import sys
 from collections.abc import Iterator
@@ -155,6 +157,7 @@ def run(options: Options, source: script.Source | None, reporter: Reporter) -> i
     try:
         with _errors_reported(reporter, options.verbose):
             spark = start(options, reporter)
+            _watch_interrupts()
             runner = make_runner(options, spark, reporter)
             for path in options.init:
                 runner.run_source(script.from_file(path), show=False)
@@ -172,6 +175,25 @@ def run(options: Options, source: script.Source | None, reporter: Reporter) -> i
     return failures.OK
 
 
+_INTERRUPTED = threading.Event()
+
+
+def _watch_interrupts() -> None:
+    """Remember that Ctrl-C arrived, then let the handler in place (pyspark's cancels the jobs)
+    do its work. Installed after the session starts, since pyspark installs its own."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame):
+        _INTERRUPTED.set()
+        if callable(previous):
+            return previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+
+
 class _Failed(Exception):
     """A statement failed and was reported."""
 
@@ -183,6 +205,9 @@ def _errors_reported(reporter: Reporter, verbose: bool) -> Iterator[None]:
     except (KeyboardInterrupt, click.ClickException, click.exceptions.Exit):
         raise
     except Exception as error:  # noqa: BLE001 - every failure is reported, spark-sql style
+        if _INTERRUPTED.is_set():
+            # Ctrl-C inside a Py4J call can surface as a Py4JError instead of KeyboardInterrupt.
+            raise KeyboardInterrupt from None
         reporter.error(failures.render(error, verbose))
         raise _Failed() from None
 
