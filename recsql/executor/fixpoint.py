@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, joinside, recovery
 from recsql.executor.spark_sql import is_overflow, render, run_sql
-from recsql.executor.state import CONTRIB, RelationState, make_state
+from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
 from recsql.planner.locate import locate
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
 from recsql.settings import Settings
@@ -164,7 +164,7 @@ class GroupRun:
         result = {}
         for cte in self.group.ctes:
             parts = [self.shape(cte, b, self.branch_df(cte, b, {})) for b in cte.base_branches]
-            result[cte.key] = (_union(parts), "-")
+            result[cte.key] = (union_all(parts), "-")
         return result
 
     def recursive_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
@@ -179,7 +179,7 @@ class GroupRun:
                     strategies.add(strategy)
                     df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE)
                     parts.append(self.shape(cte, branch, df))
-            result[cte.key] = (_union(parts), "+".join(sorted(strategies)) or "-")
+            result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
 
     def bind_variant(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]):
@@ -437,15 +437,6 @@ def _with_contributor(cte: CTEPlan, branch: Branch):
         parts += [exp.Literal.string(f"c{i}"), expr.copy()]
     identity = exp.Anonymous(this="TO_JSON", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=parts)])
     return select.select(exp.alias_(identity, CONTRIB, quoted=True), copy=False)
-
-
-def _union(parts: list[DataFrame]) -> DataFrame | None:
-    if not parts:
-        return None
-    result = parts[0]
-    for part in parts[1:]:
-        result = result.unionByName(part)
-    return result
 
 
 def _describe_jobs(spark: SparkSession, description: str) -> None:

@@ -214,8 +214,8 @@ class BagState(RelationState):
         self.total_rows += delta_rows
         self.parts.append(self.delta)
         if len(self.parts) >= self.COMPACT_EVERY:
-            self.parts = [_union(self.parts).localCheckpoint(eager=True)]
-        self.all = _union(self.parts)
+            self.parts = [union_all(self.parts).localCheckpoint(eager=True)]
+        self.all = union_all(self.parts)
 
 
 def schema_field(name: str):
@@ -230,7 +230,10 @@ def _window(key: list[str]):
     return Window.partitionBy(*key) if key else Window.partitionBy(F.lit(0))
 
 
-def _union(parts: list[DataFrame]) -> DataFrame:
+def union_all(parts: list[DataFrame]) -> DataFrame | None:
+    """The parts by name, one after the other; None for no parts."""
+    if not parts:
+        return None
     result = parts[0]
     for part in parts[1:]:
         result = result.unionByName(part)
