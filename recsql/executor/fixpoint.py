@@ -32,6 +32,7 @@ from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, joinside, recovery
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
+from recsql.planner import doubling
 from recsql.planner.locate import locate
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
 from recsql.settings import Settings
@@ -84,7 +85,7 @@ class GroupRun:
     # -- running branches -------------------------------------------------------------
 
     def text(self, cte: CTEPlan, branch: Branch) -> str:
-        key = (cte.key, branch.index)
+        key = (cte.key, id(branch))  # a CTE's doubling rule shares its linear branch's index
         if key not in self.texts:
             self.texts[key] = render(_with_contributor(cte, branch), escape_braces=True)
         return self.texts[key]
@@ -160,19 +161,19 @@ class GroupRun:
             self.checkpoints.after_step(iteration)
         return {key: state.result() for key, state in self.states.items()}
 
-    def base_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
+    def base_candidates(self, iteration: int = 0) -> dict[str, tuple[DataFrame | None, str]]:
         result = {}
         for cte in self.group.ctes:
             parts = [self.shape(cte, b, self.branch_df(cte, b, {})) for b in cte.base_branches]
             result[cte.key] = (union_all(parts), "-")
         return result
 
-    def recursive_candidates(self) -> dict[str, tuple[DataFrame | None, str]]:
+    def recursive_candidates(self, iteration: int) -> dict[str, tuple[DataFrame | None, str]]:
         result = {}
         for cte in self.group.ctes:
             parts, strategies = [], set()
-            for branch in cte.recursive_branches:
-                for variant in branch.variants:
+            for branch, variants in self.rules(cte, iteration):
+                for variant in variants:
                     refs, strategy = self.bind_variant(cte, branch, variant)
                     if refs is None:
                         continue
@@ -181,6 +182,17 @@ class GroupRun:
                     parts.append(self.shape(cte, branch, df))
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
+
+    def rules(self, cte: CTEPlan, iteration: int) -> list[tuple[Branch, tuple]]:
+        """The recursive branches and their delta rules for this iteration: the linear rules,
+        or, for a transitive closure that has run `doubling.afterIterations` linear iterations,
+        one round of the whole relation with itself and then the doubling rules."""
+        after = self.ctx.settings.doubling_after_iterations
+        if cte.doubling is None or after == 0 or iteration <= after:
+            return [(b, b.variants) for b in cte.recursive_branches]
+        if iteration == after + 1:
+            return [(cte.doubling, doubling.switch_variants(cte.doubling))]
+        return [(cte.doubling, cte.doubling.variants)]
 
     def bind_variant(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]):
         """DataFrames for one delta rule and its join strategy, or None when a delta it reads is
@@ -220,7 +232,7 @@ class GroupRun:
         """Build every CTE's candidates from the previous states, then merge each (the first
         CTE's time includes building the candidates)."""
         started = time.perf_counter()
-        candidates = build_candidates()
+        candidates = build_candidates(iteration)
         for cte in self.group.ctes:
             state = self.states[cte.key]
             df, strategy = candidates[cte.key]

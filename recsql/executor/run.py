@@ -137,7 +137,7 @@ def _binds(node: exp.Expr, binding: str) -> bool:
 def _iteration_plan(group: GroupRun, mode: str) -> str:
     group.step(0, group.base_candidates)
     for cte in group.group.ctes:
-        df, _ = group.recursive_candidates()[cte.key]
+        df, _ = group.recursive_candidates(1)[cte.key]
         if df is None:
             continue
         merged = group.states[cte.key].merge(df)

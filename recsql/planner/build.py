@@ -12,7 +12,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
-from recsql.planner import checks
+from recsql.planner import checks, doubling
 from recsql.planner.catalog import Catalog
 from recsql.planner.locate import locate
 from recsql.planner.model import (
@@ -173,6 +173,7 @@ class _Planner:
             )
         for index, body in enumerate(bodies, start=1):
             cte.branches.append(self.branch(cte, index, body, members))
+        cte.doubling = doubling.doubling_branch(cte)
         return cte
 
     def head(self, d: CTEDef, first_branch: exp.Query) -> tuple[HeadColumn, ...]:
@@ -200,7 +201,7 @@ class _Planner:
         for k, table in enumerate(group_tables):
             ref = Ref(binding=f"rq_r{k}", cte=table.name.lower(), alias=table.alias_or_name)
             refs.append(ref)
-            table.replace(_bound_table(ref.binding, ref.alias))
+            table.replace(bound_table(ref.binding, ref.alias))
         branch = Branch(index=index, select=body, refs=tuple(refs))
         if not branch.recursive:
             self.bind_ctes(body, set(self.strata) - members)
@@ -262,7 +263,7 @@ class _Planner:
             self.check_columns(table, columns.values())
             binding = f"rq_base_{len(bases)}"
             bases.append(BaseRelation(binding, _table_sql(table), tuple(columns[k] for k in sorted(columns))))
-            table.replace(_bound_table(binding, table.alias_or_name))
+            table.replace(bound_table(binding, table.alias_or_name))
             if len(ref_keys) == 1 and set(columns) == set(range(len(next(iter(ref_keys.values()))))):
                 branch.copartitioned = True
         return tuple(bases)
@@ -286,7 +287,7 @@ class _Planner:
     def bind_ctes(self, node: exp.Expr, names: set[str]) -> exp.Expr:
         """Replace references to completed CTEs by `{cte_<name>}` bindings."""
         for table in _cte_tables(node, names):
-            table.replace(_bound_table(cte_binding(table.name), table.alias_or_name))
+            table.replace(bound_table(cte_binding(table.name), table.alias_or_name))
         return node
 
 
@@ -294,7 +295,7 @@ def cte_binding(name: str) -> str:
     return f"rq_cte_{name.lower()}"
 
 
-def _bound_table(binding: str, alias: str) -> exp.Table:
+def bound_table(binding: str, alias: str) -> exp.Table:
     return exp.Table(
         this=exp.Placeholder(this=exp.to_identifier(binding), widget=True),
         alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),

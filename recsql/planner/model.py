@@ -77,6 +77,8 @@ class CTEPlan:
     head: tuple[HeadColumn, ...]
     branches: list[Branch]
     bag: bool = False  # UNION ALL: no deduplication, no aggregates
+    # a linear transitive closure's non-linear twin (planner/doubling.py), None otherwise
+    doubling: Branch | None = None
 
     @property
     def key(self) -> str:

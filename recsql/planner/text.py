@@ -31,6 +31,11 @@ def _cte_lines(cte: CTEPlan) -> list[str]:
     ]
     for branch in cte.branches:
         lines.extend("  " + line for line in _branch_lines(cte, branch))
+    if cte.doubling is not None:
+        lines.append("  transitive closure: after spark.recsql.doubling.afterIterations linear "
+                     "iterations, one round of the whole relation with itself, then recursive "
+                     "doubling:")
+        lines.extend("  " + line for line in _branch_lines(cte, cte.doubling))
     return lines
 
 
