@@ -71,3 +71,14 @@ def test_vote_decides_each_iteration_and_is_recorded(spark, view):
     chosen = {s.join_strategy for s in result.stats if s.iteration > 0}
     assert chosen <= {BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE, "co-partitioned", "-"}
     assert chosen - {"-"}, "every iteration with a delta records its decision"
+
+
+def test_iteration_time_is_split_into_driver_and_job(spark, view):
+    view("edge", EDGES, "Src INT, Dst INT, Cost INT")
+    result = recsql.run(SSSP, spark=spark)
+    assert sorted(tuple(r) for r in result.df.collect()) == _dijkstra()
+    ran = [s for s in result.stats if s.join_strategy != "-" or s.iteration == 0]
+    assert all(s.job_seconds > 0 for s in ran), "every iteration that merged ran one Spark job"
+    for s in result.stats:
+        assert s.driver_seconds >= 0
+        assert s.driver_seconds + s.job_seconds == pytest.approx(s.seconds, abs=1e-6)

@@ -80,5 +80,8 @@ def all_engines() -> list[Engine]:
     from .scipy_engine import ScipyEngine
     from .spark_native import SparkNativeEngine
 
-    return [RecsqlEngine(None), RecsqlEngine(True), RecsqlEngine(False), CheckpointLoop(),
+    off = {"spark.recsql.endgame.enabled": "false"}
+    return [RecsqlEngine("default settings", {}), RecsqlEngine("endgame off", off),
+            RecsqlEngine("endgame off, shuffle joins", {**off, "spark.recsql.joinStrategy": "shuffle"}),
+            CheckpointLoop(),
             CacheLoop(), SparkNativeEngine(), DuckDBEngine(), ScipyEngine()]

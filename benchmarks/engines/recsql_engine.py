@@ -15,16 +15,12 @@ from . import Engine, Outcome, Workload
 class RecsqlEngine(Engine):
     spark_based = True
 
-    def __init__(self, endgame: bool | None):
-        """endgame None = recsql's default settings (conf={}); True/False set it explicitly."""
-        self.endgame = endgame
-        if endgame is None:
-            self.name = "recsql (default settings)"
-            self.description = "recsql.run on the shared SparkSession, conf={} (recsql defaults)"
-        else:
-            self.name = f"recsql (endgame {'on' if endgame else 'off'})"
-            self.description = ("recsql.run on the shared SparkSession, conf={"
-                                f"'spark.recsql.endgame.enabled': '{str(endgame).lower()}'}}")
+    def __init__(self, label: str, conf: dict[str, str]):
+        """`conf` overrides recsql's settings for this engine ({} = recsql's defaults)."""
+        self.name = f"recsql ({label})"
+        self.conf = conf
+        self.description = f"recsql.run on the shared SparkSession, conf={conf}" + (
+            " (recsql defaults: endgame on, join side by vote)" if not conf else "")
         self._spark = None
 
     def unavailable(self):
@@ -45,19 +41,24 @@ class RecsqlEngine(Engine):
         import recsql
 
         self._spark = w.spark
-        conf = {} if self.endgame is None else {
-            "spark.recsql.endgame.enabled": "true" if self.endgame else "false"}
-        res = recsql.run(w.query.sql(w.graph), spark=w.spark, conf=conf, edge=w.edges)
+        res = recsql.run(w.query.sql(w.graph), spark=w.spark, conf=self.conf, edge=w.edges)
         answer = res.df.toArrow()
         stats = list(getattr(res, "stats", None) or [])
         places = Counter(str(getattr(s, "ran_on", "?")) for s in stats)
         strategies = Counter(str(getattr(s, "join_strategy", "?")) for s in stats)
+        driver = sum(s.driver_seconds for s in stats if s.iteration > 0 and s.ran_on == "spark")
+        jobs = sum(s.job_seconds for s in stats if s.iteration > 0 and s.ran_on == "spark")
+        tail = sorted(s.seconds for s in stats if s.ran_on == "driver")
+        tail_note = (f"; driver iterations: median {tail[len(tail) // 2]:.4f} s, max {tail[-1]:.4f} s"
+                     if tail else "")
         return Outcome(
             answer=answer,
             iterations=len(stats) or None,
             iter_seconds=[float(s.seconds) for s in stats if getattr(s, "seconds", None) is not None],
             ran_on=", ".join(f"{k} x{v}" for k, v in places.most_common()),
-            note="joins: " + ", ".join(f"{k} x{v}" for k, v in strategies.most_common()) if stats else "",
+            note=("joins: " + ", ".join(f"{k} x{v}" for k, v in strategies.most_common())
+                  + f"; Spark iterations: driver {driver:.2f} s + jobs {jobs:.2f} s" + tail_note
+                  if stats else ""),
         )
 
     def cancel(self):

@@ -49,6 +49,10 @@ class IterationStats:
     seconds: float
     join_strategy: str  # "broadcast" (the delta is broadcast), "shuffle", or "-" (base step)
     ran_on: str = "spark"
+    # where `seconds` went: the driver (building the DataFrames: SQL analysis of the branches,
+    # the merge plan; reading the metrics) and the one Spark job (its planning plus execution)
+    driver_seconds: float = 0.0
+    job_seconds: float = 0.0
 
 
 @dataclass
@@ -236,6 +240,7 @@ class GroupRun:
         for cte in self.group.ctes:
             state = self.states[cte.key]
             df, strategy = candidates[cte.key]
+            job_seconds = 0.0
             if df is None:
                 state.no_change()
             else:
@@ -243,7 +248,9 @@ class GroupRun:
                 merged = state.merge(df)
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
                 merged = merged.observe(observation, *state.metrics())
+                job_started = time.perf_counter()
                 checkpointed = self.materialize(cte, merged, iteration)
+                job_seconds = time.perf_counter() - job_started
                 metrics = observation.get
                 if "delta_rows" not in metrics:
                     # Spark Connect does not report observations of a checkpoint: count the
@@ -253,10 +260,11 @@ class GroupRun:
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
                 ]
+            seconds = time.perf_counter() - started
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
-                total_rows=state.total_rows, seconds=time.perf_counter() - started,
-                join_strategy=strategy,
+                total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
+                driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
             )
             started = time.perf_counter()
             self.stats.append(stats)

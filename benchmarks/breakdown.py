@@ -1,0 +1,137 @@
+"""Where a recsql run's time goes, for one query on one graph (endgame off: every iteration on Spark).
+
+    python -m benchmarks.breakdown [--query sssp] [--graph rmat-16] [--runs 3] [--out benchmarks/BREAKDOWN.md]
+
+Per run: the statement's wall time split into the fixed part (parse, plan, type inference,
+pre-partitioning the base table, the base step) and the iterations, each iteration split into
+driver time (building its DataFrames: SQL analysis of the branches, the merge plan, reading the
+metrics) and its one Spark job (Spark's planning plus execution); then fetching the answer. The
+floor of one Spark job on this machine is measured in the same session: a trivial `count()` and
+a `localCheckpoint(eager=True)` of a tiny partitioned DataFrame (what an iteration must at least do).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import recsql
+
+from . import graphs, measure
+from .queries import QUERIES, ORACLES, graph_for
+from .engines import to_rows
+
+
+def floor_seconds(spark, repeats: int = 10) -> tuple[float, float]:
+    """Median seconds of a trivial job and of a tiny partitioned localCheckpoint."""
+    trivial, tiny = [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        spark.range(10).count()
+        trivial.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        spark.range(10).repartition(4, "id").localCheckpoint(eager=True)
+        tiny.append(time.perf_counter() - t)
+    return statistics.median(trivial), statistics.median(tiny)
+
+
+def one_run(spark, sql: str, edges) -> dict:
+    marks = {}
+    start = time.perf_counter()
+
+    def on_iteration(stats):
+        if stats.iteration == 0:
+            marks["base_done"] = time.perf_counter()
+
+    res = recsql.run(sql, spark=spark, progress=on_iteration, edge=edges,
+                     conf={"spark.recsql.endgame.enabled": "false"})
+    fixpoint_done = time.perf_counter()
+    answer = res.df.toArrow()
+    done = time.perf_counter()
+    iterations = [s for s in res.stats if s.iteration > 0]
+    return {
+        "answer": answer,
+        "total": done - start,
+        "before_iterations": marks.get("base_done", fixpoint_done) - start,
+        "base_step": next((s.seconds for s in res.stats if s.iteration == 0), 0.0),
+        "iterations": len(iterations),
+        "iteration_seconds": sum(s.seconds for s in iterations),
+        "driver": sum(s.driver_seconds for s in iterations),
+        "jobs": sum(s.job_seconds for s in iterations),
+        "per_iteration": [(s.driver_seconds, s.job_seconds) for s in iterations],
+        "fetch": done - fixpoint_done,
+        "strategies": sorted({s.join_strategy for s in iterations}),
+    }
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.breakdown")
+    p.add_argument("--query", default="sssp", choices=sorted(QUERIES))
+    p.add_argument("--graph", default="rmat-16")
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--out", default=str(Path(__file__).parent / "BREAKDOWN.md"))
+    a = p.parse_args(argv)
+    q = QUERIES[a.query]
+    g = graphs.load(graph_for(q, a.graph))
+    oracle = ORACLES[q.name](g)
+    spark, session_s, first_job_s = measure.start_spark(4)
+    edges = spark.read.parquet(str(g.parquet())).cache()
+    edges.count()
+    edges.createOrReplaceTempView("edge")
+    runs = []
+    for k in range(a.runs + 1):  # the first run warms the JVM up and is not reported
+        run = one_run(spark, q.sql(g), edges)
+        assert to_rows(run.pop("answer")) == oracle, "wrong answer"
+        if k:
+            runs.append(run)
+    trivial, tiny = floor_seconds(spark)
+    write(a, q, g, runs, trivial, tiny, session_s, first_job_s)
+
+
+def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
+    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    n = statistics.median(r["iterations"] for r in runs)
+    fixed = med("before_iterations") - med("base_step")
+    per_driver = statistics.median(d for r in runs for d, _ in r["per_iteration"])
+    per_job = statistics.median(j for r in runs for _, j in r["per_iteration"])
+    lines = [
+        f"# Time breakdown: {q.name} on {g.name} (recsql, endgame off)",
+        "",
+        f"- command: `python -m benchmarks.breakdown {' '.join(sys.argv[1:])}`",
+        f"- machine: {os.cpu_count()} cores, {platform.platform()}, load average at the end "
+        f"{measure.load()}; Spark local[2], 4 shuffle partitions; session start {session_s:.1f} s, "
+        f"first job {first_job_s:.1f} s (not included)",
+        f"- graph: {g.m:,} edges; median of {len(runs)} runs after one warm-up run; answers checked "
+        "against the oracle",
+        "",
+        "| part | median seconds | share |",
+        "|---|--:|--:|",
+    ]
+    total = med("total")
+    parts = [
+        ("parse, plan, type inference, pre-partition + checkpoint the base table", fixed),
+        ("base step (iteration 0: one job)", med("base_step")),
+        (f"iterations: driver (DataFrames, SQL analysis, metrics), {n:.0f} iterations", med("driver")),
+        (f"iterations: Spark jobs (one per iteration), {n:.0f} iterations", med("jobs")),
+        ("fetch the answer (toArrow)", med("fetch")),
+    ]
+    for name, seconds in parts:
+        lines.append(f"| {name} | {seconds:.2f} | {seconds / total:.0%} |")
+    lines += [
+        f"| **total** | **{total:.2f}** | |",
+        "",
+        f"Per iteration (median over all iterations of all runs): driver {per_driver:.3f} s, "
+        f"Spark job {per_job:.3f} s. Floor on this machine, same session: a trivial job "
+        f"{trivial:.3f} s, a tiny partitioned `localCheckpoint(eager=True)` {tiny:.3f} s.",
+        f"Join strategies chosen: {', '.join(runs[0]['strategies'])}.",
+    ]
+    Path(a.out).write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
