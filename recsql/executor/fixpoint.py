@@ -75,7 +75,8 @@ class GroupRun:
     def __init__(self, ctx: Context, group: GroupStep) -> None:
         self.ctx = ctx
         self.group = group
-        self.texts = {}  # (cte, branch index) -> SQL text, rendered once
+        self.texts = {}  # (cte, branch) -> SQL text, rendered once
+        self.shapes = {}  # (cte, branch, width) -> the Columns that shape its output
         self.stats: list[IterationStats] = []
         schemas = infer_schemas(self, group)
         self.states: dict[str, RelationState] = {
@@ -126,15 +127,22 @@ class GroupRun:
 
     def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame:
         """Cast a branch's output to the head's names and types (plus the contributor)."""
-        schema = self.states[cte.key].schema
-        width = len(df.columns) - (1 if cte.summing and branch.recursive else 0)
-        _check_width(cte, branch, width, self.ctx.sql)
+        width = len(df.columns)
+        key = (cte.key, id(branch), width)
+        if key not in self.shapes:  # built once: each Column node costs a Py4J round trip
+            self.shapes[key] = self.shape_columns(cte, branch, width)
+        names, outputs = self.shapes[key]
         # Rename positionally first: branch outputs may repeat a name (`a.Child, b.Child`).
-        names = [f"__rq_c{i}" for i in range(len(df.columns))]
-        df = df.toDF(*names)
+        return df.toDF(*names).select(*outputs)
+
+    def shape_columns(self, cte: CTEPlan, branch: Branch, width: int):
+        schema = self.states[cte.key].schema
+        head_width = width - (1 if cte.summing and branch.recursive else 0)
+        _check_width(cte, branch, head_width, self.ctx.sql)
+        names = [f"__rq_c{i}" for i in range(width)]
         outputs = [
             F.col(name).cast(field.dataType).alias(field.name)
-            for name, field in zip(names[:width], schema.fields)
+            for name, field in zip(names[:head_width], schema.fields)
         ]
         if cte.summing:
             contrib = (
@@ -142,7 +150,7 @@ class GroupRun:
                 else F.to_json(F.struct(F.lit(branch.index).alias("b"), *outputs))
             )
             outputs.append(contrib.alias(CONTRIB))
-        return df.select(*outputs)
+        return names, outputs
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -247,7 +255,7 @@ class GroupRun:
                 _describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
                 merged = state.merge(df)
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
-                merged = merged.observe(observation, *state.metrics())
+                merged = merged.observe(observation, *state.metrics)
                 job_started = time.perf_counter()
                 checkpointed = self.materialize(cte, merged, iteration)
                 job_seconds = time.perf_counter() - job_started
@@ -255,7 +263,7 @@ class GroupRun:
                 if "delta_rows" not in metrics:
                     # Spark Connect does not report observations of a checkpoint: count the
                     # checkpointed (in-memory) rows instead.
-                    metrics = checkpointed.agg(*state.metrics()).first().asDict()
+                    metrics = checkpointed.agg(*state.metrics).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
