@@ -167,10 +167,9 @@ class GroupRun:
                 self.fail_iteration_limit(iteration - 1)
             try:
                 self.step(iteration, self.recursive_candidates)
+                self.checkpoints.after_step(iteration)  # its write can lose blocks too
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
-                continue
-            self.checkpoints.after_step(iteration)
         return {key: state.result() for key, state in self.states.items()}
 
     def base_candidates(self, iteration: int = 0) -> dict[str, tuple[DataFrame | None, str]]:

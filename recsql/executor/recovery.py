@@ -227,11 +227,27 @@ class GroupCheckpoints:
         if rec is None or rec.interval <= 0 or iteration % rec.interval:
             return
         group_dir = rec.group_dir(self.run)
-        write_checkpoint(self.run, f"{group_dir}/iter-{iteration}", iteration, rec.fingerprint)
+        self._write(f"{group_dir}/iter-{iteration}", iteration)
         self.latest = iteration
         for old, _ in _complete_checkpoints(group_dir):
             if old != iteration:
                 _delete(f"{group_dir}/iter-{old}")
+
+    def _write(self, where: str, iteration: int) -> None:
+        """Write a checkpoint; lost blocks become `BlocksLost`. The write reads the iteration's
+        `localCheckpoint`ed state, so an executor that dies after the iteration's action and
+        before this write (seen on a standalone cluster) fails the write the way it would fail
+        the next iteration; left as a raw Py4JJavaError it ended the statement. The partial
+        directory has no manifest, so recovery reloads the checkpoint before it."""
+        try:
+            write_checkpoint(self.run, where, iteration, self.recovery.fingerprint)
+        except Exception as error:  # classic (Py4J) and Connect errors alike
+            if not lost_blocks(str(error)):
+                raise
+            marker = next(m for m in LOST_BLOCK_MARKERS if m in str(error))
+            raise BlocksLost(f"writing the checkpoint of iteration {iteration} failed: executor "
+                             f"blocks were lost ({marker})",
+                             condition="RECSQL_BLOCKS_LOST") from None
 
     def recover(self, error: BlocksLost) -> int:
         """Reload the latest complete checkpoint after lost blocks; its iteration. Re-raises
