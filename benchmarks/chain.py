@@ -53,6 +53,18 @@ def heap_used_mb(pid: int) -> float:
         return float("nan")
 
 
+def live_heap_mb(pid: int) -> float:
+    """Heap in use right after a full GC (`jcmd <pid> GC.run`): the live data, without the
+    garbage the sampled `heap_used_mb` also counts. NaN without a JDK."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("jcmd"):
+        return float("nan")
+    subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True)
+    return heap_used_mb(pid)
+
+
 def jvm_pids() -> list[int]:
     """The Java processes started by this Python driver (its descendants)."""
     parents = {}
@@ -90,13 +102,14 @@ def main() -> None:
     jvm_start = time.perf_counter() - started
     spark.range(opts.nodes).selectExpr("CAST(id AS INT) AS Src", "CAST(id + 1 AS INT) AS Dst") \
         .createOrReplaceTempView("edge")
-    memory: list[tuple[int, float, float, float]] = []
+    memory: list[tuple[int, float, float, float, float]] = []
     jvms = jvm_pids()
 
     def on_iteration(stats):
         if stats.iteration % max(1, opts.nodes // 20) == 0:
-            memory.append((stats.iteration, rss_mb(os.getpid()), sum(rss_mb(p) for p in jvms),
-                           sum(heap_used_mb(p) for p in jvms)))
+            sampled = (stats.iteration, rss_mb(os.getpid()), sum(rss_mb(p) for p in jvms),
+                       sum(heap_used_mb(p) for p in jvms))
+            memory.append((*sampled, sum(live_heap_mb(p) for p in jvms)))
 
     t0 = time.perf_counter()
     result = recsql.run(QUERY, spark=spark, progress=on_iteration,
@@ -120,14 +133,21 @@ def main() -> None:
         f"- JVM start-up: {jvm_start:.1f} s",
         f"- answer: {count} reachable nodes (expected {opts.nodes + 1}), "
         f"{len(result.stats) - 1} iterations ({len(spark_iters)} on Spark)",
-        f"- total: {total:.1f} s",
+        f"- total: {total:.1f} s (includes the forced GCs of the live-heap samples)",
+        f"- load average (1/5/15 min) at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
+        "(other processes share the 2 cores)",
         f"- median seconds per Spark iteration: first 10% {med(seconds[:tenth]):.3f}, "
         f"middle 10% {med(seconds[len(seconds) // 2:len(seconds) // 2 + tenth]):.3f}, "
         f"last 10% {med(seconds[-tenth:]):.3f}",
         "",
-        "| iteration | Python RSS MB | JVM RSS MB | JVM heap in use MB |",
-        "|---:|---:|---:|---:|",
-        *[f"| {i} | {py:.0f} | {jvm:.0f} | {heap:.0f} |" for i, py, jvm, heap in memory],
+        "Heap in use is sampled right after the iteration (it includes garbage not yet collected);",
+        "live heap is the heap in use after a forced full GC (`jcmd <pid> GC.run`) at the same point.",
+        "The time of the forced GC is not counted in any iteration.",
+        "",
+        "| iteration | Python RSS MB | JVM RSS MB | JVM heap in use MB | JVM live heap MB |",
+        "|---:|---:|---:|---:|---:|",
+        *[f"| {i} | {py:.0f} | {jvm:.0f} | {heap:.0f} | {live:.0f} |"
+          for i, py, jvm, heap, live in memory],
     ]
     Path(opts.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
