@@ -42,6 +42,13 @@ def _non_negative_float(value: str) -> float:
     return number
 
 
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if number <= 0:
+        raise ValueError(f"expected a positive number, got {value!r}")
+    return number
+
+
 def _join_strategy(value: str) -> str:
     from recsql.executor.joinside import STRATEGIES
 
@@ -72,6 +79,14 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "doubling.afterIterations": ("doubling_after_iterations", 8, _non_negative_int,
                                  "a linear transitive closure still running after this many "
                                  "iterations switches to recursive doubling (0: never)"),
+    "skew.enabled": ("skew_enabled", True, _bool,
+                     "split heavy join keys of a delta's join with a base table over all partitions"),
+    "skew.threshold": ("skew_threshold", 0.25, _positive_float,
+                       "a join key is heavy above this multiple of the rows per partition"),
+    "skew.minRows": ("skew_min_rows", 10000, _non_negative_int,
+                     "a heavy join key also has at least this many rows"),
+    "skew.maxKeys": ("skew_max_keys", 16, _positive_int,
+                     "most heavy keys looked for per join and iteration"),
     "checkpointInterval": ("checkpoint_interval", 50, _non_negative_int,
                            "iterations between reliable checkpoints of the recursive state "
                            "(0: none; only with a checkpoint directory)"),
@@ -93,6 +108,10 @@ class Settings:
     endgame_max_delta_rows: int = 10000
     endgame_max_driver_rows: int = 2_000_000
     doubling_after_iterations: int = 8
+    skew_enabled: bool = True
+    skew_threshold: float = 0.25
+    skew_min_rows: int = 10000
+    skew_max_keys: int = 16
     checkpoint_interval: int = 50
     checkpoint_dir: str = ""
 

@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame, joinside, recovery
+from recsql.executor import endgame, joinside, recovery, skew
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
 from recsql.planner import doubling
@@ -53,6 +53,8 @@ class IterationStats:
     # the merge plan; reading the metrics) and the one Spark job (its planning plus execution)
     driver_seconds: float = 0.0
     job_seconds: float = 0.0
+    split_keys: int = 0  # heavy join keys split over all partitions (skew.py)
+    balance: float | None = None  # largest task's join output / rows per partition (1.0 even)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class Context:
     env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
     bases: dict[tuple[str, tuple[str, ...]], DataFrame]  # pre-partitioned base tables
     base_sizes: dict[tuple[str, tuple[str, ...]], list[int]] = field(default_factory=dict)
+    base_keys: dict[tuple[str, tuple[str, ...]], tuple[dict, int]] = field(default_factory=dict)
     on_iteration: Callable[[IterationStats], None] | None = None
     recovery: recovery.Recovery | None = None  # reliable checkpoints and resume
 
@@ -86,6 +89,7 @@ class GroupRun:
             for cte in group.ctes
         }
         self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
+        self.skew = skew.Balancer(self)
 
     # -- running branches -------------------------------------------------------------
 
@@ -96,10 +100,12 @@ class GroupRun:
         return self.texts[key]
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
-                  broadcast_bases: bool = False) -> DataFrame:
+                  broadcast_bases: bool = False, bases: dict[str, DataFrame] | None = None) -> DataFrame:
         bindings = {**self.ctx.env, **refs}
         for base in branch.bases:
-            df = self.base(cte, base.table, base.columns)
+            df = (bases or {}).get(base.binding)
+            if df is None:
+                df = self.base(cte, base.table, base.columns)
             bindings[base.binding] = df.hint("broadcast") if broadcast_bases else df
         used = {k: v for k, v in bindings.items() if "{" + k + "}" in self.text(cte, branch)}
         return run_sql(self.ctx.spark, self.text(cte, branch), used, self.ctx.args, self.ctx.sql,
@@ -113,10 +119,13 @@ class GroupRun:
             observation = Observation(f"recsql_base_{len(self.ctx.bases)}_{id(self)}")
             sizes = [F.count_if(F.spark_partition_id() == k).alias(f"p{k}")
                      for k in range(self.ctx.partitions)]
-            self.ctx.bases[key] = self.materialize(cte, df.observe(observation, *sizes), 0)
+            keys = skew.base_metrics(tuple(columns), self.ctx.settings)
+            self.ctx.bases[key] = self.materialize(cte, df.observe(observation, *sizes, *keys), 0)
             counts = observation.get
             if counts:
                 self.ctx.base_sizes[key] = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
+                self.ctx.base_keys[key] = (skew.as_keys(counts.get("skew_top")),
+                                           sum(self.ctx.base_sizes[key]))
         return self.ctx.bases[key]
 
     def base_sizes(self, branch: Branch) -> list[int] | None:
@@ -189,7 +198,9 @@ class GroupRun:
                     if refs is None:
                         continue
                     strategies.add(strategy)
-                    df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE)
+                    df = self.skew.branch_df(cte, branch, variant, refs, strategy)
+                    if df is None:
+                        df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE)
                     parts.append(self.shape(cte, branch, df))
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
@@ -247,19 +258,21 @@ class GroupRun:
         for cte in self.group.ctes:
             state = self.states[cte.key]
             df, strategy = candidates[cte.key]
-            job_seconds = 0.0
+            job_seconds, reported = 0.0, False
             if df is None:
                 state.no_change()
             else:
                 _describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
-                merged = state.merge(df)
+                merged = state.merge(self.skew.watch(cte, df, iteration))
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
-                merged = merged.observe(observation, *state.metrics)
+                merged = merged.observe(observation, *state.metrics, *self.skew.metrics(cte, state))
                 job_started = time.perf_counter()
                 checkpointed = self.materialize(cte, merged, iteration)
                 job_seconds = time.perf_counter() - job_started
                 metrics = observation.get
-                if "delta_rows" not in metrics:
+                reported = "delta_rows" in metrics
+                self.skew.observed(cte, metrics)
+                if not reported:
                     # Spark Connect does not report observations of a checkpoint: count the
                     # checkpointed (in-memory) rows instead.
                     metrics = checkpointed.agg(*state.metrics).first().asDict()
@@ -267,11 +280,13 @@ class GroupRun:
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
                 ]
+            split_keys, balance = self.skew.stats(cte, reported)
             seconds = time.perf_counter() - started
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
+                split_keys=split_keys, balance=balance,
             )
             started = time.perf_counter()
             self.stats.append(stats)

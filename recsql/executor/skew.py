@@ -1,0 +1,311 @@
+"""Spatial balance: split heavy join keys of a delta's join with a base table (Kumar & Gilray,
+bucket refinement and consolidation).
+
+A delta joins a pre-partitioned base table on key K; the join runs in the partition hash(K)
+picks, so a key holding a large share of the delta's (or the base table's) rows puts that share of
+the join's work on one partition. A key is *heavy* when its rows exceed `skew.threshold` times
+the rows per partition (and `skew.minRows`). For the heavy keys of one iteration the branch is run
+as up to three parts over disjoint key sets, unioned:
+
+* light keys: the join exactly as without balancing (the delta moves as the vote decided);
+* keys heavy in the delta: the delta's rows stay where the state put them (hashed by the whole
+  group key, of which K is a strict part, so one key's rows are already spread over every
+  partition: those are its sub-buckets), and the base rows of those keys are replicated to every
+  sub-bucket (a broadcast of only those rows);
+* keys heavy in the base table: their base rows are re-placed once by a hash of all their columns
+  (the sub-buckets), and the delta rows of those keys are replicated to them (broadcast).
+
+A key goes to whichever heavy part replicates fewer rows. Keys are re-chosen every iteration from
+what the iteration's one action observed (`approx_top_k` of the next delta's join keys, and the
+delta rows of the base table's heavy keys), so a key whose skew has passed is joined in place
+again with nothing to move back: consolidation is free. With no heavy key the branch's plan is
+exactly the unbalanced one.
+
+Each iteration also observes how the join output (the candidates) spreads over the tasks that
+produced it: `balance` is the largest task's rows over the rows per partition (1.0 is even).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from recsql.executor import joinside
+from recsql.planner import checks
+from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref
+
+SKETCH_ITEMS = 4096  # approx_top_k's maxItemsTracked: exact below this many distinct values
+PID = "__rq_pid"
+
+
+@dataclass(frozen=True)
+class Join:
+    """A recursive reference's equi-join with a pre-partitioned base table on its columns."""
+
+    ref: Ref
+    base: BaseRelation
+    ref_columns: tuple[str, ...]  # the reference's join columns, in the order of base.columns
+    spread: bool  # the join key is a strict part of the reference's partition key
+
+    @property
+    def base_key(self) -> tuple[str, tuple[str, ...]]:
+        return (self.base.table.lower(), tuple(c.lower() for c in self.base.columns))
+
+
+def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:
+    """The (reference, base table) equi-joins of a recursive branch whose base side is its
+    partition key, from the branch's WHERE / ON conjuncts."""
+    aliases = {t.this.name: t.alias_or_name.lower() for t in branch.select.find_all(exp.Table)
+               if isinstance(t.this, exp.Placeholder)}
+    pairs = checks.equi_joins(branch.select)
+    joins = []
+    for ref in branch.refs:
+        for base in branch.bases:
+            matched = _matched_columns(pairs, ref.alias.lower(), aliases.get(base.binding, ""))
+            if not all(c.lower() in matched for c in base.columns):
+                continue
+            columns = tuple(matched[c.lower()] for c in base.columns)
+            target = ctes[ref.cte]
+            key = {c.lower() for c in target.partition_key}
+            # a bag's delta is not placed by its key, so one key's rows are not known to be spread
+            spread = not target.bag and {c.lower() for c in columns} < key
+            joins.append(Join(ref, base, columns, spread))
+    return joins
+
+
+def _matched_columns(pairs, ref_alias: str, base_alias: str) -> dict[str, str]:
+    """base column (lower case) -> the reference column it equals."""
+    matched = {}
+    for left, right in pairs:
+        for a, b in ((left, right), (right, left)):
+            if a.table.lower() == ref_alias and b.table.lower() == base_alias:
+                matched[b.name.lower()] = a.name
+    return matched
+
+
+def splittable(branch: Branch) -> bool:
+    """A branch is the union of its runs over disjoint key sets only if it is a plain
+    select-project-inner-join (an outer join would also keep the rows no key set holds)."""
+    select = branch.select
+    if not isinstance(select, exp.Select) or select.args.get("distinct"):
+        return False
+    return all(not j.side and (j.kind or "INNER").upper() in {"INNER", "CROSS"}
+               for j in select.args.get("joins") or [])
+
+
+def key_filter(columns: tuple[str, ...], keys) -> Column:
+    """True on the rows whose `columns` equal one of `keys` (tuples)."""
+    if len(columns) == 1:
+        return F.col(columns[0]).isin([k[0] for k in keys])
+    matches = [reduce(lambda a, b: a & b, [F.col(c) == F.lit(v) for c, v in zip(columns, k)])
+               for k in keys]
+    return reduce(lambda a, b: a | b, matches)
+
+
+def top_k(column: Column, k: int) -> Column:
+    return F.call_function("approx_top_k", column, F.lit(k), F.lit(max(k, SKETCH_ITEMS)))
+
+
+def key_column(columns: tuple[str, ...]) -> Column:
+    return F.col(columns[0]) if len(columns) == 1 else F.struct(*[F.col(c) for c in columns])
+
+
+def as_keys(items) -> dict[tuple, int]:
+    """approx_top_k's [(item, count)] as {key tuple: count}, without null keys (they never join)."""
+    keys = {}
+    for row in items or []:
+        item = row["item"]
+        key = tuple(item) if hasattr(item, "__fields__") else (item,)
+        if item is not None and None not in key:
+            keys[key] = int(row["count"])
+    return keys
+
+
+def heavy(counts: dict[tuple, int], total: int, partitions: int, threshold: float,
+          min_rows: int) -> dict[tuple, int]:
+    """The keys whose rows exceed `threshold` x rows per partition and `min_rows`.
+
+    >>> heavy({(1,): 900, (2,): 60, (3,): 40}, total=1000, partitions=4, threshold=0.5, min_rows=1)
+    {(1,): 900}
+    """
+    bar = max(threshold * total / partitions, min_rows)
+    return {k: c for k, c in counts.items() if c >= bar}
+
+
+def base_metrics(columns: tuple[str, ...], settings) -> list[Column]:
+    """What the base table's one pre-partitioning action also observes: its most frequent keys."""
+    if not settings.skew_enabled:
+        return []
+    return [top_k(key_column(columns), settings.skew_max_keys).alias("skew_top")]
+
+
+class Balancer:
+    """Per recursive group: heavy keys seen by the last action, the split branches, and the
+    iteration's balance."""
+
+    def __init__(self, run) -> None:
+        self.run = run
+        self.settings = run.ctx.settings
+        self.partitions = run.ctx.partitions
+        ctes = {c.key: c for c in run.group.ctes}
+        self.joins = {(c.key, b.index): branch_joins(b, ctes) if splittable(b) else []
+                      for c in run.group.ctes for b in c.recursive_branches}
+        self.delta_top: dict[tuple, dict[tuple, int]] = {}  # (cte, columns) -> heavy candidates
+        self.delta_hits: dict[tuple, dict[tuple, int]] = {}  # (join) -> delta rows of base-heavy keys
+        self.spread_bases: dict[tuple, DataFrame] = {}
+        self.split: dict[str, int] = {}  # cte -> keys split this iteration
+        self.watches: dict[str, Observation] = {}
+
+    @property
+    def enabled(self) -> bool:
+        return self.settings.skew_enabled
+
+    # -- what the iteration's action observes -------------------------------------------
+
+    def reading(self, cte: str) -> list[Join]:
+        """The joins that read `cte`'s delta."""
+        return [j for joins in self.joins.values() for j in joins if j.ref.cte == cte]
+
+    def top_columns(self, cte: str) -> list[tuple[str, ...]]:
+        return sorted({j.ref_columns for j in self.reading(cte) if j.spread})
+
+    def base_heavy(self, join: Join) -> dict[tuple, int]:
+        known = self.run.ctx.base_keys.get(join.base_key)
+        if not known:
+            return {}
+        counts, total = known
+        return heavy(counts, total, self.partitions, self.settings.skew_threshold,
+                     self.settings.skew_min_rows)
+
+    def metrics(self, cte: CTEPlan, state) -> list[Column]:
+        """Added to the iteration's one observation of `cte`'s merged state: the next delta's
+        most frequent join keys, and its rows of each base table's heavy keys."""
+        if not self.enabled:
+            return []
+        flag = state.delta_flag()
+        out = [top_k(F.when(flag, key_column(cols)), self.settings.skew_max_keys + 1)
+               .alias(f"skew_top_{i}") for i, cols in enumerate(self.top_columns(cte.key))]
+        for i, join in enumerate(self.reading(cte.key)):
+            for n, key in enumerate(self.base_heavy(join)):
+                out.append(F.count_if(flag & key_filter(join.ref_columns, [key]))
+                           .alias(f"skew_hit_{i}_{n}"))
+        return out
+
+    def observed(self, cte: CTEPlan, metrics: dict) -> None:
+        if not self.enabled:
+            return
+        for i, cols in enumerate(self.top_columns(cte.key)):
+            self.delta_top[(cte.key, cols)] = as_keys(metrics.get(f"skew_top_{i}"))
+        for i, join in enumerate(self.reading(cte.key)):
+            self.delta_hits[join] = {
+                key: metrics.get(f"skew_hit_{i}_{n}", 0) for n, key in enumerate(self.base_heavy(join))
+            }
+
+    # -- splitting a branch -----------------------------------------------------------------
+
+    def choose(self, join: Join, delta_rows: int) -> tuple[dict, dict]:
+        """(keys whose base rows are replicated, keys whose delta rows are replicated)."""
+        s = self.settings
+        base_known = self.run.ctx.base_keys.get(join.base_key, ({}, 0))[0]
+        floor = min(base_known.values()) if len(base_known) >= s.skew_max_keys else 0
+        replicate_base, replicate_delta = {}, {}
+        if join.spread:
+            tops = self.delta_top.get((join.ref.cte, join.ref_columns), {})
+            for key, d in heavy(tops, delta_rows, self.partitions, s.skew_threshold,
+                                s.skew_min_rows).items():
+                replicate_base[key] = base_known.get(key, floor)
+        base_heavy = self.base_heavy(join)
+        for key, d in self.delta_hits.get(join, {}).items():
+            if d and (key not in replicate_base or d <= base_heavy[key]):
+                replicate_base.pop(key, None)
+                replicate_delta[key] = d
+        return _within(replicate_base, s.broadcast_rows), _within(replicate_delta, s.broadcast_rows)
+
+    def branch_df(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...],
+                  refs: dict[str, DataFrame], strategy: str) -> DataFrame | None:
+        """The branch's output with its heavy keys split, or None to run it as it is."""
+        if not self.enabled or strategy == joinside.BROADCAST_BASE:
+            return None
+        deltas = [r for r, role in zip(branch.refs, variant) if role == DELTA]
+        join = next((j for j in self.joins[(cte.key, branch.index)] if j.ref in deltas), None)
+        if join is None:
+            return None
+        state = self.run.states[join.ref.cte]
+        by_base, by_delta = self.choose(join, state.delta_rows)
+        if not by_base and not by_delta:
+            return None
+        base = self.run.base(cte, join.base.table, join.base.columns)
+        cols = join.base.columns
+        split = [*by_base, *by_delta]
+        parts = [self.part(cte, branch, refs, join,
+                           refs[join.ref.binding].filter(~key_filter(join.ref_columns, split)),
+                           base.filter(~key_filter(cols, split)))]
+        if by_base:
+            parts.append(self.part(cte, branch, refs, join,
+                                   state.delta.filter(key_filter(join.ref_columns, by_base)),
+                                   base.filter(key_filter(cols, by_base)).hint("broadcast")))
+        if by_delta:
+            parts.append(self.part(cte, branch, refs, join,
+                                   state.delta.filter(key_filter(join.ref_columns, by_delta))
+                                   .hint("broadcast"),
+                                   self.spread_base(join, base).filter(key_filter(cols, by_delta))))
+        self.split[cte.key] = self.split.get(cte.key, 0) + len(split)
+        return reduce(DataFrame.union, parts)
+
+    def part(self, cte, branch, refs, join: Join, delta: DataFrame, base: DataFrame) -> DataFrame:
+        return self.run.branch_df(cte, branch, {**refs, join.ref.binding: delta},
+                                  bases={join.base.binding: base})
+
+    def spread_base(self, join: Join, base: DataFrame) -> DataFrame:
+        """The base rows of the base table's heavy keys, hashed by all their columns (their
+        sub-buckets), computed once per run."""
+        if join.base_key not in self.spread_bases:
+            rows = base.filter(key_filter(join.base.columns, list(self.base_heavy(join))))
+            self.spread_bases[join.base_key] = rows.repartition(
+                self.partitions, *rows.columns).localCheckpoint(eager=True)
+        return self.spread_bases[join.base_key]
+
+    # -- the iteration's balance --------------------------------------------------------
+
+    def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
+        """Observe how many candidate rows each task of the join produced (same action)."""
+        self.watches.pop(cte.key, None)
+        if iteration == 0:
+            return candidates
+        observation = Observation(f"recsql_balance_{cte.key}_{iteration}_{id(self)}")
+        self.watches[cte.key] = observation
+        return (candidates.withColumn(PID, F.spark_partition_id())
+                .observe(observation, top_k(F.col(PID), SKETCH_ITEMS).alias("tasks"))
+                .drop(PID))
+
+    def stats(self, cte: CTEPlan, reported: bool) -> tuple[int, float | None]:
+        """(keys split, balance) of the iteration just run; resets the split count."""
+        split = self.split.pop(cte.key, 0)
+        observation = self.watches.pop(cte.key, None)
+        if observation is None or not reported:  # Spark Connect reports no observations
+            return split, None
+        return split, balance(as_keys(observation.get.get("tasks")), self.partitions)
+
+
+def balance(task_rows: dict[tuple, int], partitions: int) -> float | None:
+    """The largest task's rows over the rows per partition (1.0: perfectly even).
+
+    >>> balance({(0,): 10, (1,): 30}, 4)
+    3.0
+    """
+    total = sum(task_rows.values())
+    return round(max(task_rows.values()) * partitions / total, 3) if total else None
+
+
+def _within(keys: dict[tuple, int], broadcast_rows: int) -> dict[tuple, int]:
+    """The keys, lightest replicated side first, whose replicated rows fit `broadcast_rows`."""
+    kept, rows = {}, 0
+    for key, n in sorted(keys.items(), key=lambda kv: kv[1]):
+        if rows + n > broadcast_rows:
+            break
+        kept[key], rows = n, rows + n
+    return kept
