@@ -69,6 +69,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                              "the delta must be at most this many rows to finish on the driver"),
     "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
                               "state plus base rows the driver may hold to finish the fixpoint"),
+    "rollover.maxRows": ("rollover_max_rows", 10_000_000, _non_negative_int,
+                         "an iteration whose estimated join output exceeds this many rows runs "
+                         "in slices, each merged before the next (0: never)"),
     "checkpointInterval": ("checkpoint_interval", 50, _non_negative_int,
                            "iterations between reliable checkpoints of the recursive state "
                            "(0: none; only with a checkpoint directory)"),
@@ -89,6 +92,7 @@ class Settings:
     endgame_enabled: bool = True
     endgame_max_delta_rows: int = 10000
     endgame_max_driver_rows: int = 2_000_000
+    rollover_max_rows: int = 10_000_000
     checkpoint_interval: int = 50
     checkpoint_dir: str = ""
 

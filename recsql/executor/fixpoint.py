@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame, joinside, recovery
+from recsql.executor import endgame, joinside, recovery, rollover
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
 from recsql.planner.locate import locate
@@ -48,6 +48,8 @@ class IterationStats:
     seconds: float
     join_strategy: str  # "broadcast" (the delta is broadcast), "shuffle", or "-" (base step)
     ran_on: str = "spark"
+    slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
+    output_rows: int | None = None  # rows of the largest single join output (candidates)
 
 
 @dataclass
@@ -153,7 +155,8 @@ class GroupRun:
             if iteration > self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration - 1)
             try:
-                self.step(iteration, self.recursive_candidates)
+                if not rollover.step(self, iteration):  # in slices, if the output would explode
+                    self.step(iteration, self.recursive_candidates)
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
                 continue
@@ -228,23 +231,26 @@ class GroupRun:
                 state.no_change()
             else:
                 _describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
-                merged = state.merge(df)
+                merged = state.merge(rollover.watch(self, cte, df))
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
-                merged = merged.observe(observation, *state.metrics())
+                merged = merged.observe(observation, *state.metrics(),
+                                        *rollover.metrics(self, cte))
                 checkpointed = self.materialize(cte, merged, iteration)
                 metrics = observation.get
                 if "delta_rows" not in metrics:
                     # Spark Connect does not report observations of a checkpoint: count the
                     # checkpointed (in-memory) rows instead.
-                    metrics = checkpointed.agg(*state.metrics()).first().asDict()
+                    metrics = checkpointed.agg(*state.metrics(),
+                                               *rollover.metrics(self, cte)).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
                 ]
+                rollover.record(self, cte, metrics)
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=time.perf_counter() - started,
-                join_strategy=strategy,
+                join_strategy=strategy, output_rows=rollover.output_rows(self, cte),
             )
             started = time.perf_counter()
             self.stats.append(stats)
