@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame, joinside, recovery, skew
+from recsql.executor import endgame, joinside, recovery, rollover, skew
 from recsql.executor.spark_sql import is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
 from recsql.planner import doubling
@@ -55,6 +55,8 @@ class IterationStats:
     job_seconds: float = 0.0
     split_keys: int = 0  # heavy join keys split over all partitions (skew.py)
     balance: float | None = None  # largest task's join output / rows per partition (1.0 even)
+    slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
+    output_rows: int | None = None  # rows of the largest single join output (candidates)
 
 
 @dataclass
@@ -175,7 +177,8 @@ class GroupRun:
             if iteration > self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration - 1)
             try:
-                self.step(iteration, self.recursive_candidates)
+                if not rollover.step(self, iteration):  # in slices, if the output would explode
+                    self.step(iteration, self.recursive_candidates)
                 self.checkpoints.after_step(iteration)  # its write can lose blocks too
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
@@ -205,12 +208,17 @@ class GroupRun:
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
 
+    def doubling(self, iteration: int) -> bool:
+        """Whether this iteration runs a transitive closure's doubling rules (see `rules`)."""
+        after = self.ctx.settings.doubling_after_iterations
+        return after > 0 and iteration > after and any(c.doubling for c in self.group.ctes)
+
     def rules(self, cte: CTEPlan, iteration: int) -> list[tuple[Branch, tuple]]:
         """The recursive branches and their delta rules for this iteration: the linear rules,
         or, for a transitive closure that has run `doubling.afterIterations` linear iterations,
         one round of the whole relation with itself and then the doubling rules."""
         after = self.ctx.settings.doubling_after_iterations
-        if cte.doubling is None or after == 0 or iteration <= after:
+        if cte.doubling is None or not self.doubling(iteration):
             return [(b, b.variants) for b in cte.recursive_branches]
         if iteration == after + 1:
             return [(cte.doubling, doubling.switch_variants(cte.doubling))]
@@ -263,9 +271,10 @@ class GroupRun:
                 state.no_change()
             else:
                 _describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
-                merged = state.merge(self.skew.watch(cte, df, iteration))
+                merged = state.merge(rollover.watch(self, cte, self.skew.watch(cte, df, iteration)))
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
-                merged = merged.observe(observation, *state.metrics, *self.skew.metrics(cte, state))
+                merged = merged.observe(observation, *state.metrics, *self.skew.metrics(cte, state),
+                                        *rollover.metrics(self, cte))
                 job_started = time.perf_counter()
                 checkpointed = self.materialize(cte, merged, iteration)
                 job_seconds = time.perf_counter() - job_started
@@ -275,18 +284,20 @@ class GroupRun:
                 if not reported:
                     # Spark Connect does not report observations of a checkpoint: count the
                     # checkpointed (in-memory) rows instead.
-                    metrics = checkpointed.agg(*state.metrics).first().asDict()
+                    metrics = checkpointed.agg(*state.metrics,
+                                               *rollover.metrics(self, cte)).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
                 ]
+                rollover.record(self, cte, metrics)
             split_keys, balance = self.skew.stats(cte, reported)
             seconds = time.perf_counter() - started
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
-                split_keys=split_keys, balance=balance,
+                split_keys=split_keys, balance=balance, output_rows=rollover.output_rows(self, cte),
             )
             started = time.perf_counter()
             self.stats.append(stats)

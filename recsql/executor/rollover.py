@@ -1,0 +1,383 @@
+"""Temporal balance: iteration roll-over (Kumar & Gilray, ISC 2020, section 3.3).
+
+One iteration's join output can explode (the bowtie: ~W rows per iteration, then W^2 at once).
+Before an iteration recsql estimates each CTE's join output; when the largest estimate exceeds
+`spark.recsql.rollover.maxRows`, the previous delta is cut into n = ceil(estimate / budget)
+slices by `pmod(xxhash64(group key), n)`, and each slice's candidates are merged into the state
+and checkpointed before the next slice runs (one action per slice), so no single output is
+expected to exceed the budget. The next delta is exactly the one the iteration would have
+produced in one piece.
+
+The estimate. For a delta rule whose delta joins a pre-partitioned base table on columns c, the
+output is the sum over delta rows of the base degree deg(c). The base side is fixed: its
+`HEAVY_KEYS` largest degrees are kept exactly (keyed by xxhash64 of the join key), every other
+key is bounded by the largest degree left out, so the estimate never undershoots (one small job
+per base, run once, and only when `delta rows x base rows` first exceeds the budget). The delta
+side rides on the iteration's one action: the merge pass also observes
+`sum(deg(c))` over the rows it flags as the next delta. A rule without such a base join (a join of
+two recursive relations, a plain projection) is estimated by its delta's rows, a lower bound.
+
+Correctness. Every slice binds the same iteration-start `all` and delta (DataFrames are
+immutable), and only the first delta reference of each rule is sliced, so the union of the
+slices' candidates is the one-piece candidates. Merging them one after the other gives the same
+state for every kind: set union, min/max, the latest value of a contributor (a contributor is
+identified by the group key of the delta row it comes from, so it comes from one slice), bag
+concatenation. The next delta:
+* set and bag states: the union of the slices' deltas (a row new in slice s is not new in a
+  later slice, so they are disjoint);
+* min/max and sum/count states: a group may change in slice 1 and not again in slice 2, yet it
+  must be in the next delta with its final value. After the last slice, one more action takes
+  the groups of the final state whose key is in any slice's delta (a left semi join) as the next
+  delta, and observes its sizes and estimates. (ORing the earlier slices' keys into each merge's
+  changed flag would save that action, but an outer join makes Spark's size estimate the product
+  of its sides, and the checkpoints keep that estimate: it squares with every slice, and after a
+  few dozen slices planning alone takes minutes.)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from itertools import count
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from recsql.executor.state import BagState, RelationState, SetState, union_all
+from recsql.planner.checks import equi_joins
+from recsql.planner.model import DELTA, Branch, CTEPlan
+
+if TYPE_CHECKING:
+    from recsql.executor.fixpoint import GroupRun
+
+HEAVY_KEYS = 1000  # base join keys whose degree is kept exactly
+MAX_SLICES = 256  # more actions than this per iteration cost more than they save
+_names = count()
+
+
+@dataclass(frozen=True)
+class Probe:
+    """How one delta rule's output is estimated: the rows of state `state`'s delta, times the
+    degree of their `columns` in the base table `base` (None: the delta's rows)."""
+
+    state: str
+    columns: tuple[str, ...] = ()
+    base: tuple[str, tuple[str, ...]] | None = None
+
+    @property
+    def metric(self) -> str:
+        return "rollover_" + "_".join([self.state, *self.columns, *(self.base[1] if self.base else ())])
+
+
+@dataclass
+class Degrees:
+    """A base table's join-key degrees: exact for the heaviest keys, bounded for the rest."""
+
+    heavy: dict[int, int]  # xxhash64 of the key -> degree
+    light: int  # no other key has a larger degree
+    types: list  # the base join columns' types (delta columns are cast to them before hashing)
+
+    def expr(self, columns: tuple[str, ...]) -> Column:
+        key = F.xxhash64(*[F.col(c).cast(t) for c, t in zip(columns, self.types)])
+        if not self.heavy:
+            return F.lit(self.light)
+        table = F.create_map(*[F.lit(v) for h, d in self.heavy.items() for v in (h, d)])
+        return F.coalesce(F.try_element_at(table, key), F.lit(self.light))
+
+
+@dataclass
+class RunInfo:
+    """What roll-over remembers about one GroupRun (kept on the run object)."""
+
+    budget: int
+    probes: dict[tuple[str, int, int], Probe] = field(default_factory=dict)
+    degrees: dict[tuple[str, tuple[str, ...]], Degrees] = field(default_factory=dict)
+    # metric -> (the delta it was observed for, estimate); valid only for that very delta
+    observed: dict[str, tuple[DataFrame, int]] = field(default_factory=dict)
+    outputs: dict[str, Observation] = field(default_factory=dict)  # cte -> candidate counter
+
+
+def info(run: GroupRun) -> RunInfo:
+    found = run.__dict__.get("_rollover")
+    if found is None:
+        found = run.__dict__["_rollover"] = RunInfo(run.ctx.settings.rollover_max_rows)
+        for cte in run.group.ctes:
+            for branch in cte.recursive_branches:
+                for k, variant in enumerate(branch.variants):
+                    found.probes[(cte.key, branch.index, k)] = _probe(run, branch, variant)
+    return found
+
+
+# -- hooks of GroupRun.step (the one-piece iteration) ----------------------------------------
+
+
+def watch(run: GroupRun, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
+    """Count the candidates (the join output) in the iteration's action."""
+    observation = Observation(f"recsql_output_{cte.key}_{next(_names)}_{id(run)}")
+    info(run).outputs[cte.key] = observation
+    return candidates.observe(observation, F.count(F.lit(1)).alias("rows"))
+
+
+def metrics(run: GroupRun, cte: CTEPlan, flag: Column | None = None) -> list[Column]:
+    """The delta-side estimates that ride on the merge of `cte`'s state: for each rule reading
+    its delta against a base whose degrees are known, the sum of the degrees over the rows
+    `flag` marks (default: the state's next delta)."""
+    ro = info(run)
+    state = run.states[cte.key]
+    flag = state.delta_flag() if flag is None else flag
+    found = {}
+    for probe in ro.probes.values():
+        if probe.state == cte.key and probe.base in ro.degrees:
+            degree = ro.degrees[probe.base].expr(probe.columns)
+            found[probe.metric] = F.sum(F.when(flag, degree)).alias(probe.metric)
+    return list(found.values())
+
+
+def record(run: GroupRun, cte: CTEPlan, observed: dict) -> None:
+    """Keep the estimates just observed, valid for the state's new delta."""
+    ro = info(run)
+    state = run.states[cte.key]
+    for name, value in observed.items():
+        if name.startswith("rollover_"):
+            ro.observed[name] = (state.delta, int(value or 0))
+
+
+def output_rows(run: GroupRun, cte: CTEPlan) -> int | None:
+    """Rows of the candidates of `cte`'s last action (None on Spark Connect)."""
+    observation = info(run).outputs.pop(cte.key, None)
+    if observation is None:
+        return None
+    rows = observation.get.get("rows")
+    return None if rows is None else int(rows)
+
+
+# -- the decision ----------------------------------------------------------------------------
+
+
+def slices(run: GroupRun) -> int:
+    """How many slices this iteration needs (1: no roll-over)."""
+    ro = info(run)
+    if ro.budget <= 0:
+        return 1
+    needed = 1
+    for cte in run.group.ctes:
+        estimate = 0
+        for branch in cte.recursive_branches:
+            for k, variant in enumerate(branch.variants):
+                if all(run.states[r.cte].delta_rows for r, role in zip(branch.refs, variant)
+                       if role == DELTA):
+                    estimate += _estimate(run, ro, ro.probes[(cte.key, branch.index, k)])
+        needed = max(needed, math.ceil(estimate / ro.budget))
+    largest_delta = max(s.delta_rows for s in run.states.values())
+    return max(1, min(needed, MAX_SLICES, largest_delta))
+
+
+def _estimate(run: GroupRun, ro: RunInfo, probe: Probe) -> int:
+    state = run.states[probe.state]
+    if probe.base is None:
+        return state.delta_rows
+    sizes = run.ctx.base_sizes.get(probe.base)
+    if probe.base not in ro.degrees and sizes is not None and \
+            state.delta_rows * sum(sizes) <= ro.budget:
+        return state.delta_rows * sum(sizes)  # cannot exceed the budget: no statistics needed
+    seen = ro.observed.get(probe.metric)
+    if seen is not None and seen[0] is state.delta:
+        return seen[1]
+    # First time over the crude bound (or a delta not produced by a merge: resume, recovery):
+    # the base's degrees once, then this delta's estimate directly; later ones ride on actions.
+    if probe.base not in ro.degrees:
+        ro.degrees[probe.base] = _degrees(run.ctx.bases[probe.base], probe.base[1])
+    degree = ro.degrees[probe.base].expr(probe.columns)
+    value = state.delta.agg(F.sum(degree)).first()[0]
+    ro.observed[probe.metric] = (state.delta, int(value or 0))
+    return int(value or 0)
+
+
+def _degrees(base: DataFrame, columns: tuple[str, ...]) -> Degrees:
+    counts = base.dropna(subset=list(columns)).groupBy(*columns).count()
+    top = (counts.select(F.xxhash64(*columns).alias("h"), F.col("count").alias("d"))
+           .orderBy(F.desc("d")).limit(HEAVY_KEYS + 1).collect())
+    heavy: dict[int, int] = {}
+    for row in top[:HEAVY_KEYS]:
+        heavy[row.h] = heavy.get(row.h, 0) + row.d  # a hash collision only overestimates
+    light = top[HEAVY_KEYS].d if len(top) > HEAVY_KEYS else 0
+    return Degrees(heavy, light, [f.dataType for f in base.select(*columns).schema.fields])
+
+
+def _probe(run: GroupRun, branch: Branch, variant: tuple[str, ...]) -> Probe:
+    """The rule's sliced (first delta) reference and the base it joins on its group key."""
+    ref = branch.refs[variant.index(DELTA)]
+    head = {c.lower(): c for c in run.states[ref.cte].columns}
+    aliases = {_alias(branch, b.binding): b for b in branch.bases}
+    for base_alias, base in aliases.items():
+        pairs = {}
+        for left, right in equi_joins(branch.select):
+            for mine, theirs in ((left, right), (right, left)):
+                if mine.table.lower() == ref.alias.lower() and theirs.table.lower() == base_alias \
+                        and mine.name.lower() in head:
+                    pairs[theirs.name.lower()] = head[mine.name.lower()]
+        if all(c.lower() in pairs for c in base.columns):
+            key = (base.table.lower(), tuple(c.lower() for c in base.columns))
+            return Probe(ref.cte, tuple(pairs[c.lower()] for c in base.columns), key)
+    return Probe(ref.cte)
+
+
+def _alias(branch: Branch, binding: str) -> str:
+    for table in branch.select.find_all(exp.Table):
+        if isinstance(table.this, exp.Placeholder) and table.this.name == binding:
+            return table.alias_or_name.lower()
+    return binding
+
+
+# -- the rolled-over iteration ---------------------------------------------------------------
+
+
+def step(run: GroupRun, iteration: int) -> bool:
+    """Run `iteration` in slices when its estimate exceeds the budget; False when it does not
+    (then GroupRun.step runs it in one piece)."""
+    if run.doubling(iteration):
+        # Slices run the linear rules; the doubling rounds rely on the whole-relation round
+        # before them, which a sliced linear round would skip.
+        return False
+    n = slices(run)
+    if n <= 1:
+        return False
+    started = time.perf_counter()
+    rules = _bind(run)  # from the iteration-start states, shared by every slice
+    slice_deltas: dict[str, list[tuple[DataFrame, dict]]] = {c.key: [] for c in run.group.ctes}
+    largest: dict[str, int | None] = {c.key: None for c in run.group.ctes}
+    for s in range(n):
+        for cte in run.group.ctes:
+            parts = [_slice_output(run, cte, rule, s, n) for rule in rules if rule[0] is cte]
+            if not parts:
+                continue
+            rows, observed = _merge_slice(run, cte, union_all(parts), iteration, s, n)
+            state = run.states[cte.key]
+            slice_deltas[cte.key].append((state.delta, observed))
+            if rows is not None:
+                largest[cte.key] = max(rows, largest[cte.key] or 0)
+    strategies = {c.key: "+".join(sorted({r[3] for r in rules if r[0] is c})) or "-"
+                  for c in run.group.ctes}
+    for cte in run.group.ctes:
+        state = run.states[cte.key]
+        if not slice_deltas[cte.key]:
+            state.no_change()
+        elif _disjoint(state):
+            _union_deltas(run, cte, state, slice_deltas[cte.key])
+        else:
+            _final_delta(run, cte, iteration, [d for d, _ in slice_deltas[cte.key]])
+        _report(run, cte, iteration, started, strategies[cte.key], n, largest[cte.key])
+        started = time.perf_counter()
+    return True
+
+
+def _bind(run: GroupRun) -> list[tuple]:
+    """(cte, branch, refs, strategy, sliced binding, sliced state) of every rule that runs."""
+    rules = []
+    for cte in run.group.ctes:
+        for branch in cte.recursive_branches:
+            for variant in branch.variants:
+                refs, strategy = run.bind_variant(cte, branch, variant)
+                if refs is not None:
+                    ref = branch.refs[variant.index(DELTA)]
+                    rules.append((cte, branch, refs, strategy, ref.binding, run.states[ref.cte]))
+    return rules
+
+
+def _slice_output(run: GroupRun, cte: CTEPlan, rule: tuple, s: int, n: int) -> DataFrame:
+    from recsql.executor import joinside
+
+    _, branch, refs, strategy, binding, state = rule
+    # xxhash64, not Spark's partitioning hash (murmur3): with n and the partition count sharing
+    # a factor, a murmur3 slice would sit on a fraction of the partitions (and of the cores).
+    key = state.key or state.columns
+    sliced = refs[binding].filter(F.pmod(F.xxhash64(*key), F.lit(n)) == F.lit(s))
+    df = run.branch_df(cte, branch, {**refs, binding: sliced}, strategy == joinside.BROADCAST_BASE)
+    return run.shape(cte, branch, df)
+
+
+def _disjoint(state: RelationState) -> bool:
+    """Set and bag states: a row is in the delta of one slice only."""
+    return isinstance(state, (SetState, BagState))
+
+
+def _merge_slice(run: GroupRun, cte: CTEPlan, candidates: DataFrame, iteration: int, s: int,
+                 n: int) -> tuple[int | None, dict]:
+    """Merge one slice's candidates into the state, in one action; (output rows, metrics)."""
+    state = run.states[cte.key]
+    _describe(run, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
+    merged = state.merge(watch(run, cte, candidates))
+    observation = Observation(f"recsql_{cte.key}_{iteration}_{s}_{id(run)}")
+    merged = merged.observe(observation, *state.metrics, *metrics(run, cte))
+    checkpointed = run.materialize(cte, merged, iteration)
+    observed = observation.get
+    if "delta_rows" not in observed:  # Spark Connect: count the checkpointed rows instead
+        observed = checkpointed.agg(*state.metrics, *metrics(run, cte)).first().asDict()
+    state.commit(checkpointed, observed["delta_rows"], observed["total_rows"])
+    state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
+    record(run, cte, observed)
+    return output_rows(run, cte), observed
+
+
+def _final_delta(run: GroupRun, cte: CTEPlan, iteration: int, deltas: list[DataFrame]) -> None:
+    """min/max and sum/count states: the next delta is every group some slice changed, with its
+    final value (one action: checkpoint it and observe its sizes and estimates)."""
+    state = run.states[cte.key]
+    key = state.key
+    changed = union_all([d.select(*[F.col(k).alias(f"__rq_k{i}") for i, k in enumerate(key)])
+                         for d in deltas])
+    condition = F.lit(True)
+    for i, k in enumerate(key):
+        condition = condition & F.col(k).eqNullSafe(F.col(f"__rq_k{i}"))
+    delta = state.all.join(changed, condition, "left_semi")
+    sizes = [F.count(F.lit(1)).alias("delta_rows"),
+             *[F.count_if(F.spark_partition_id() == k).alias(f"delta_p{k}")
+               for k in range(state.partitions)],
+             *metrics(run, cte, F.lit(True))]
+    observation = Observation(f"recsql_{cte.key}_{iteration}_delta_{id(run)}")
+    _describe(run, f"recsql: {cte.name} iteration {iteration} delta")
+    checkpointed = run.materialize(cte, delta.observe(observation, *sizes), iteration)
+    observed = observation.get
+    if "delta_rows" not in observed:  # Spark Connect
+        observed = checkpointed.agg(*sizes).first().asDict()
+    state.delta, state.delta_rows = checkpointed, observed["delta_rows"]
+    state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
+    record(run, cte, observed)
+
+
+def _union_deltas(run: GroupRun, cte: CTEPlan, state: RelationState,
+                  deltas: list[tuple[DataFrame, dict]]) -> None:
+    """Set and bag states: the next delta is every slice's delta (no job)."""
+    state.delta = union_all([d for d, _ in deltas])
+    state.delta_rows = sum(m["delta_rows"] for _, m in deltas)
+    state.delta_partition_rows = [sum(m.get(f"delta_p{k}", 0) for _, m in deltas)
+                                  for k in range(state.partitions)]
+    ro = info(run)
+    names = {name for _, m in deltas for name in m if name.startswith("rollover_")}
+    for name in names:
+        ro.observed[name] = (state.delta, sum(int(m.get(name) or 0) for _, m in deltas))
+
+
+def _report(run: GroupRun, cte: CTEPlan, iteration: int, started: float, strategy: str,
+            n: int, largest: int | None) -> None:
+    from recsql.executor.fixpoint import IterationStats
+
+    state = run.states[cte.key]
+    stats = IterationStats(
+        cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
+        total_rows=state.total_rows, seconds=time.perf_counter() - started,
+        join_strategy=strategy, slices=n, output_rows=largest,
+    )
+    run.stats.append(stats)
+    if run.ctx.on_iteration:
+        run.ctx.on_iteration(stats)
+
+
+def _describe(run: GroupRun, description: str) -> None:
+    try:
+        run.ctx.spark.sparkContext.setJobDescription(description)
+    except Exception:  # Spark Connect: no SparkContext
+        pass
