@@ -108,3 +108,16 @@ def test_doubling_cuts_the_rounds_of_a_long_chain(spark, view):
     # paths up to 3 long, the switch round (up to 6), then 12, 24, 48 and an empty round.
     assert len(linear.stats) - 1 == 32
     assert len(doubled.stats) - 1 <= 7
+
+
+def test_doubling_with_roll_over_and_skew_splitting_forced(spark, view):
+    """Roll-over slices only linear rounds and skew splitting only base joins: forcing both
+    (tiny budgets) around the switch to doubling must not lose pairs."""
+    edges = binary_tree_up(4) + chain(12)
+    table = unique_name("arc")
+    view(table, edges, "Src int, Dst int")
+    conf = {"spark.recsql.doubling.afterIterations": 2, "spark.recsql.rollover.maxRows": 5,
+            "spark.recsql.skew.minRows": 0, "spark.recsql.skew.threshold": 0.01}
+    result = recsql.run(RIGHT_LINEAR.format(t=table), spark=spark, conf=conf)
+    assert set(rows(result.df)) == oracles.transitive_closure(edges)
+    assert any(s.slices > 1 for s in result.stats), "the linear rounds rolled over"

@@ -80,12 +80,19 @@ class Degrees:
     light: int  # no other key has a larger degree
     types: list  # the base join columns' types (delta columns are cast to them before hashing)
 
+    exprs: dict[tuple[str, ...], Column] = field(default_factory=dict)
+
     def expr(self, columns: tuple[str, ...]) -> Column:
-        key = F.xxhash64(*[F.col(c).cast(t) for c, t in zip(columns, self.types)])
-        if not self.heavy:
-            return F.lit(self.light)
-        table = F.create_map(*[F.lit(v) for h, d in self.heavy.items() for v in (h, d)])
-        return F.coalesce(F.try_element_at(table, key), F.lit(self.light))
+        """deg(columns), built once: the map literal is thousands of Column nodes, each a Py4J
+        round trip, and it rides on every iteration's action."""
+        if columns not in self.exprs:
+            key = F.xxhash64(*[F.col(c).cast(t) for c, t in zip(columns, self.types)])
+            if not self.heavy:
+                self.exprs[columns] = F.lit(self.light)
+            else:
+                table = F.create_map(*[F.lit(v) for h, d in self.heavy.items() for v in (h, d)])
+                self.exprs[columns] = F.coalesce(F.try_element_at(table, key), F.lit(self.light))
+        return self.exprs[columns]
 
 
 @dataclass
@@ -179,10 +186,9 @@ def _estimate(run: GroupRun, ro: RunInfo, probe: Probe) -> int:
     state = run.states[probe.state]
     if probe.base is None:
         return state.delta_rows
-    sizes = run.ctx.base_sizes.get(probe.base)
-    if probe.base not in ro.degrees and sizes is not None and \
-            state.delta_rows * sum(sizes) <= ro.budget:
-        return state.delta_rows * sum(sizes)  # cannot exceed the budget: no statistics needed
+    bound = _largest_degree(run, probe.base)
+    if probe.base not in ro.degrees and bound is not None and state.delta_rows * bound <= ro.budget:
+        return state.delta_rows * bound  # cannot exceed the budget: no statistics needed
     seen = ro.observed.get(probe.metric)
     if seen is not None and seen[0] is state.delta:
         return seen[1]
@@ -194,6 +200,17 @@ def _estimate(run: GroupRun, ro: RunInfo, probe: Probe) -> int:
     value = state.delta.agg(F.sum(degree)).first()[0]
     ro.observed[probe.metric] = (state.delta, int(value or 0))
     return int(value or 0)
+
+
+def _largest_degree(run: GroupRun, base: tuple[str, tuple[str, ...]]) -> int | None:
+    """A bound on any key's base rows without a job: the most frequent key's count when the
+    pre-partitioning action observed the base's top keys (skew.py's sketch, approximate), else
+    the base's rows."""
+    top = run.ctx.base_keys.get(base)
+    if top and top[0]:
+        return max(top[0].values())
+    sizes = run.ctx.base_sizes.get(base)
+    return sum(sizes) if sizes is not None else None
 
 
 def _degrees(base: DataFrame, columns: tuple[str, ...]) -> Degrees:
