@@ -48,15 +48,12 @@ def parse(argv):
 
 def cases(args):
     plan = QUICK_PLAN if args.quick else FULL_PLAN
-    for qname, gnames in plan.items():
-        if args.queries and qname not in args.queries:
+    for qname, gname in plan:
+        if (args.queries and qname not in args.queries) or (args.graphs and gname not in args.graphs):
             continue
-        for gname in gnames:
-            if args.graphs and gname not in args.graphs:
-                continue
-            yield QUERIES[qname], gname
+        yield QUERIES[qname], gname
     if args.graphs:  # graphs named explicitly but outside the plan: run the selected queries on them
-        planned = {g for gs in plan.values() for g in gs}
+        planned = {g for _, g in plan}
         for gname in args.graphs:
             if gname not in planned:
                 if gname not in graphs.BUILDERS:
