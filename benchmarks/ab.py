@@ -17,9 +17,9 @@ from pathlib import Path
 
 import recsql
 
-from . import graphs, measure
+from . import measure
 from .engines import to_rows
-from .queries import ORACLES, QUERIES, graph_for
+from .queries import QUERIES, load_case
 
 
 def conf_pairs(items: list[str]) -> dict[str, str]:
@@ -47,13 +47,8 @@ def main(argv=None) -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--out", default=str(Path(__file__).parent / "AB.md"))
     a = p.parse_args(argv)
-    q = QUERIES[a.query]
-    g = graphs.load(graph_for(q, a.graph))
-    oracle = ORACLES[q.name](g)
     spark, _, _ = measure.start_spark(4)
-    edges = spark.read.parquet(str(g.parquet())).cache()
-    edges.count()
-    edges.createOrReplaceTempView("edge")
+    q, g, oracle, edges = load_case(a.query, a.graph, spark)
     common = conf_pairs(a.common)
     variants = {"A": {**common, **conf_pairs(a.a)}, "B": {**common, **conf_pairs(a.b)}}
     runs = {name: [] for name in variants}

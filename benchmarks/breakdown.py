@@ -21,9 +21,9 @@ from pathlib import Path
 
 import recsql
 
-from . import graphs, measure
-from .queries import QUERIES, ORACLES, graph_for
+from . import measure
 from .engines import to_rows
+from .queries import QUERIES, load_case
 
 
 def floor_seconds(spark, repeats: int = 10) -> tuple[float, float]:
@@ -75,13 +75,8 @@ def main(argv=None) -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--out", default=str(Path(__file__).parent / "BREAKDOWN.md"))
     a = p.parse_args(argv)
-    q = QUERIES[a.query]
-    g = graphs.load(graph_for(q, a.graph))
-    oracle = ORACLES[q.name](g)
     spark, session_s, first_job_s = measure.start_spark(4)
-    edges = spark.read.parquet(str(g.parquet())).cache()
-    edges.count()
-    edges.createOrReplaceTempView("edge")
+    q, g, oracle, edges = load_case(a.query, a.graph, spark)
     runs = []
     for k in range(a.runs + 1):  # the first run warms the JVM up and is not reported
         run = one_run(spark, q.sql(g), edges)
@@ -93,7 +88,7 @@ def main(argv=None) -> None:
 
 
 def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
-    med = lambda key: statistics.median(r[key] for r in runs)  # noqa: E731
+    med = lambda key: statistics.median(r[key] for r in runs)
     n = statistics.median(r["iterations"] for r in runs)
     fixed = med("before_iterations") - med("base_step")
     per_driver = statistics.median(d for r in runs for d, _ in r["per_iteration"])

@@ -172,3 +172,17 @@ ORACLES: dict[str, Callable[[Graph], set]] = {
 def graph_for(query: Query, graph_name: str) -> str:
     """The graph a query actually reads (CC reads the symmetric version)."""
     return graph_name + "-sym" if query.needs_symmetric else graph_name
+
+
+def load_case(query_name: str, graph_name: str, spark):
+    """(query, graph, oracle answer, edges) for a one-case benchmark: the edges cached in Spark
+    and registered as the temp view `edge`."""
+    from . import graphs
+
+    q = QUERIES[query_name]
+    g = graphs.load(graph_for(q, graph_name))
+    oracle = ORACLES[q.name](g)
+    edges = spark.read.parquet(str(g.parquet())).cache()
+    edges.count()
+    edges.createOrReplaceTempView("edge")
+    return q, g, oracle, edges
