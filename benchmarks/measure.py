@@ -81,10 +81,23 @@ def versions(spark=None) -> dict:
             java = out.splitlines()[0]
         except OSError:
             pass
-    return {"python": platform.python_version(), "pyspark": pyspark.__version__,
+    return {"recsql commit": _commit(), "python": platform.python_version(), "pyspark": pyspark.__version__,
             "spark": spark.version if spark is not None else "?", "java": java,
             "duckdb": duckdb.__version__, "scipy": scipy.__version__, "numpy": numpy.__version__,
             "networkx": networkx.__version__, "pyarrow": pyarrow.__version__}
+
+
+def _commit() -> str:
+    """The repository's HEAD (with `+changes` when the tree differs from it)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                              capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ":/recsql"], cwd=here,
+                               capture_output=True, text=True).stdout.strip()
+    except OSError:
+        return "?"
+    return (head or "?") + ("+changes" if dirty else "")
 
 
 # ---------------------------------------------------------------- peak memory

@@ -87,7 +87,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                      "a heavy join key also has at least this many rows"),
     "skew.maxKeys": ("skew_max_keys", 16, _positive_int,
                      "most heavy keys looked for per join and iteration"),
-    "rollover.maxRows": ("rollover_max_rows", 10_000_000, _non_negative_int,
+    "rollover.maxRows": ("rollover_max_rows", 0, _non_negative_int,
                          "an iteration whose estimated join output exceeds this many rows runs "
                          "in slices, each merged before the next (0: never)"),
     "checkpointInterval": ("checkpoint_interval", 50, _non_negative_int,
@@ -115,7 +115,7 @@ class Settings:
     skew_threshold: float = 0.25
     skew_min_rows: int = 10000
     skew_max_keys: int = 16
-    rollover_max_rows: int = 10_000_000
+    rollover_max_rows: int = 0
     checkpoint_interval: int = 50
     checkpoint_dir: str = ""
 
