@@ -105,6 +105,7 @@ class RunInfo:
     # metric -> (the delta it was observed for, estimate); valid only for that very delta
     observed: dict[str, tuple[DataFrame, int]] = field(default_factory=dict)
     outputs: dict[str, Observation] = field(default_factory=dict)  # cte -> candidate counter
+    count_rows: Column | None = None
 
 
 def info(run: GroupRun) -> RunInfo:
@@ -125,7 +126,10 @@ def watch(run: GroupRun, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
     """Count the candidates (the join output) in the iteration's action."""
     observation = Observation(f"recsql_output_{cte.key}_{next(_names)}_{id(run)}")
     info(run).outputs[cte.key] = observation
-    return candidates.observe(observation, F.count(F.lit(1)).alias("rows"))
+    ro = info(run)
+    if ro.count_rows is None:  # built once: every Column node costs a Py4J round trip
+        ro.count_rows = F.count(F.lit(1)).alias("rows")
+    return candidates.observe(observation, ro.count_rows)
 
 
 def metrics(run: GroupRun, cte: CTEPlan, flag: Column | None = None) -> list[Column]:
@@ -133,11 +137,13 @@ def metrics(run: GroupRun, cte: CTEPlan, flag: Column | None = None) -> list[Col
     its delta against a base whose degrees are known, the sum of the degrees over the rows
     `flag` marks (default: the state's next delta)."""
     ro = info(run)
-    state = run.states[cte.key]
-    flag = state.delta_flag() if flag is None else flag
+    probes = [p for p in ro.probes.values() if p.state == cte.key and p.base in ro.degrees]
+    if not probes:
+        return []
+    flag = run.states[cte.key].delta_flag() if flag is None else flag
     found = {}
-    for probe in ro.probes.values():
-        if probe.state == cte.key and probe.base in ro.degrees:
+    for probe in probes:
+        if probe.metric not in found:
             degree = ro.degrees[probe.base].expr(probe.columns)
             found[probe.metric] = F.sum(F.when(flag, degree)).alias(probe.metric)
     return list(found.values())

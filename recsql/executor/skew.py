@@ -28,7 +28,7 @@ produced it: `balance` is the largest task's rows over the rows per partition (1
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
+from functools import cached_property, reduce
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
@@ -159,6 +159,7 @@ class Balancer:
         self.spread_bases: dict[tuple, DataFrame] = {}
         self.split: dict[str, int] = {}  # cte -> keys split this iteration
         self.watches: dict[str, Observation] = {}
+        self.metric_columns: dict[tuple[str, int], list[Column]] = {}
 
     @property
     def enabled(self) -> bool:
@@ -186,6 +187,14 @@ class Balancer:
         most frequent join keys, and its rows of each base table's heavy keys."""
         if not self.enabled:
             return []
+        # Built once per run (each Column node is a Py4J round trip), and again if a base table
+        # was first pre-partitioned (so its heavy keys became known) since.
+        key = (cte.key, len(self.run.ctx.base_keys))
+        if key not in self.metric_columns:
+            self.metric_columns[key] = self.build_metrics(cte, state)
+        return self.metric_columns[key]
+
+    def build_metrics(self, cte: CTEPlan, state) -> list[Column]:
         flag = state.delta_flag()
         out = [top_k(F.when(flag, key_column(cols)), self.settings.skew_max_keys + 1)
                .alias(f"skew_top_{i}") for i, cols in enumerate(self.top_columns(cte.key))]
@@ -278,9 +287,13 @@ class Balancer:
             return candidates
         observation = Observation(f"recsql_balance_{cte.key}_{iteration}_{id(self)}")
         self.watches[cte.key] = observation
-        return (candidates.withColumn(PID, F.spark_partition_id())
-                .observe(observation, top_k(F.col(PID), SKETCH_ITEMS).alias("tasks"))
-                .drop(PID))
+        pid, tasks = self.task_columns
+        return candidates.withColumn(PID, pid).observe(observation, tasks).drop(PID)
+
+    @cached_property
+    def task_columns(self) -> tuple[Column, Column]:
+        """Built once per run: every Column node costs a Py4J round trip."""
+        return F.spark_partition_id(), top_k(F.col(PID), SKETCH_ITEMS).alias("tasks")
 
     def stats(self, cte: CTEPlan, reported: bool) -> tuple[int, float | None]:
         """(keys split, balance) of the iteration just run; resets the split count."""
