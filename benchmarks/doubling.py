@@ -51,7 +51,6 @@ def cases() -> dict[str, list[tuple[int, int]]]:
     rmat = graphs.load("rmat-8")
     return {
         "chain-200": chain(200),
-        "chain-500": chain(500),
         "bintree-up-12": list(zip(tree.src.tolist(), tree.dst.tolist())),
         "rmat-8": list(zip(rmat.src.tolist(), rmat.dst.tolist())),
     }
