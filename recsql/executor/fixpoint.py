@@ -208,7 +208,7 @@ class GroupRun:
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
 
-    def doubling(self, iteration: int) -> bool:
+    def doubling_round(self, iteration: int) -> bool:
         """Whether this iteration runs a transitive closure's doubling rules (see `rules`)."""
         after = self.ctx.settings.doubling_after_iterations
         return after > 0 and iteration > after and any(c.doubling for c in self.group.ctes)
@@ -218,7 +218,7 @@ class GroupRun:
         or, for a transitive closure that has run `doubling.afterIterations` linear iterations,
         one round of the whole relation with itself and then the doubling rules."""
         after = self.ctx.settings.doubling_after_iterations
-        if cte.doubling is None or not self.doubling(iteration):
+        if cte.doubling is None or not self.doubling_round(iteration):
             return [(b, b.variants) for b in cte.recursive_branches]
         if iteration == after + 1:
             return [(cte.doubling, doubling.switch_variants(cte.doubling))]

@@ -261,7 +261,7 @@ def _alias(branch: Branch, binding: str) -> str:
 def step(run: GroupRun, iteration: int) -> bool:
     """Run `iteration` in slices when its estimate exceeds the budget; False when it does not
     (then GroupRun.step runs it in one piece)."""
-    if run.doubling(iteration):
+    if run.doubling_round(iteration):
         # Slices run the linear rules; the doubling rounds rely on the whole-relation round
         # before them, which a sliced linear round would skip.
         return False
