@@ -30,7 +30,7 @@ from pyspark.sql.types import (
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, joinside, recovery, rollover, skew
-from recsql.executor.spark_sql import is_overflow, render, run_sql
+from recsql.executor.spark_sql import describe_jobs, is_overflow, render, run_sql
 from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
 from recsql.planner import doubling
 from recsql.planner.locate import locate
@@ -270,7 +270,7 @@ class GroupRun:
             if df is None:
                 state.no_change()
             else:
-                _describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
+                describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
                 merged = state.merge(rollover.watch(self, cte, self.skew.watch(cte, df, iteration)))
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
                 merged = merged.observe(observation, *state.metrics, *self.skew.metrics(cte, state),
@@ -490,11 +490,3 @@ def _with_contributor(cte: CTEPlan, branch: Branch):
         parts += [exp.Literal.string(f"c{i}"), expr.copy()]
     identity = exp.Anonymous(this="TO_JSON", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=parts)])
     return select.select(exp.alias_(identity, CONTRIB, quoted=True), copy=False)
-
-
-def _describe_jobs(spark: SparkSession, description: str) -> None:
-    """Label the Spark jobs (classic sessions; Connect has no SparkContext)."""
-    try:
-        spark.sparkContext.setJobDescription(description)
-    except Exception:  # Spark Connect: no SparkContext
-        pass

@@ -46,6 +46,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from sqlglot import exp
 
+from recsql.executor.spark_sql import describe_jobs
 from recsql.executor.state import BagState, RelationState, SetState, union_all
 from recsql.planner.checks import equi_joins
 from recsql.planner.model import DELTA, Branch, CTEPlan
@@ -331,7 +332,7 @@ def _merge_slice(run: GroupRun, cte: CTEPlan, candidates: DataFrame, iteration: 
                  n: int) -> tuple[int | None, dict]:
     """Merge one slice's candidates into the state, in one action; (output rows, metrics)."""
     state = run.states[cte.key]
-    _describe(run, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
+    describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
     merged = state.merge(watch(run, cte, candidates))
     observation = Observation(f"recsql_{cte.key}_{iteration}_{s}_{id(run)}")
     merged = merged.observe(observation, *state.metrics, *metrics(run, cte))
@@ -361,7 +362,7 @@ def _final_delta(run: GroupRun, cte: CTEPlan, iteration: int, deltas: list[DataF
                for k in range(state.partitions)],
              *metrics(run, cte, F.lit(True))]
     observation = Observation(f"recsql_{cte.key}_{iteration}_delta_{id(run)}")
-    _describe(run, f"recsql: {cte.name} iteration {iteration} delta")
+    describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} delta")
     checkpointed = run.materialize(cte, delta.observe(observation, *sizes), iteration)
     observed = observation.get
     if "delta_rows" not in observed:  # Spark Connect
@@ -397,10 +398,3 @@ def _report(run: GroupRun, cte: CTEPlan, iteration: int, started: float, strateg
     run.stats.append(stats)
     if run.ctx.on_iteration:
         run.ctx.on_iteration(stats)
-
-
-def _describe(run: GroupRun, description: str) -> None:
-    try:
-        run.ctx.spark.sparkContext.setJobDescription(description)
-    except Exception:  # Spark Connect: no SparkContext
-        pass

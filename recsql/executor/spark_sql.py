@@ -118,3 +118,11 @@ def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) ->
 
 def is_overflow(error: Exception) -> bool:
     return isinstance(error, ArithmeticException) or "ARITHMETIC_OVERFLOW" in str(error)
+
+
+def describe_jobs(spark, description: str) -> None:
+    """Label the Spark jobs (classic sessions; Connect has no SparkContext)."""
+    try:
+        spark.sparkContext.setJobDescription(description)
+    except Exception:  # Spark Connect: no SparkContext
+        pass
