@@ -5,7 +5,7 @@ import statistics
 from pathlib import Path
 
 REF = "recsql (default settings)"
-LOOP = "loop + localCheckpoint"
+LOOP = "careful loop"  # shared/baselines/careful_loop.py, the strongest hand loop
 
 
 def _median_run(runs):

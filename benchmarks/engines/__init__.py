@@ -75,6 +75,7 @@ def to_rows(answer) -> set:
 
 def all_engines() -> list[Engine]:
     from .duckdb_engine import DuckDBEngine
+    from .careful import CarefulLoop
     from .loops import CacheLoop, CheckpointLoop
     from .recsql_engine import RecsqlEngine
     from .scipy_engine import ScipyEngine
@@ -83,5 +84,5 @@ def all_engines() -> list[Engine]:
     off = {"spark.recsql.endgame.enabled": "false"}
     return [RecsqlEngine("default settings", {}), RecsqlEngine("endgame off", off),
             RecsqlEngine("endgame off, shuffle joins", {**off, "spark.recsql.joinStrategy": "shuffle"}),
-            CheckpointLoop(),
+            CarefulLoop(), CheckpointLoop(),
             CacheLoop(), SparkNativeEngine(), DuckDBEngine(), ScipyEngine()]
