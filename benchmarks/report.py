@@ -104,7 +104,7 @@ def write(path: Path, meta: dict, cases: list[dict]) -> None:
         ref = _med(c["engines"].get(REF, {}))
         loop = _med(c["engines"].get(LOOP, {}))
         add("| engine | result | median s (min–max, n) | iter. | per-iter s (median / max) | "
-            "ran on | peak RSS MiB Python / JVM | × recsql | × loop+ckpt |")
+            "ran on | peak RSS MiB Python / JVM | × recsql | × careful loop |")
         add("|---|---|---:|---:|---:|---|---:|---:|---:|")
         for n in names:
             res = c["engines"][n]
