@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).parents[1]
-SHARED = REPO.parent / "shared"  # CI clones the repo with shared/ beside it
+DATA = REPO / "tests" / "data"  # small real graphs and RaDlog's corpus, shipped with the tests
 
 _view_counter = itertools.count()
 
@@ -42,15 +42,8 @@ def spark(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    if not SHARED.is_dir():
-        pytest.skip(f"shared data directory not found at {SHARED}")
-    return SHARED
-
-
-@pytest.fixture(scope="session")
-def data_dir(shared_dir) -> Path:
-    return shared_dir / "data"
+def data_dir() -> Path:
+    return DATA
 
 
 def register(spark, name: str, data, schema: str):

@@ -1,4 +1,4 @@
-"""Real graphs from ../shared/data/graphs/ against scipy.sparse.csgraph."""
+"""Real graphs (tests/data/graphs/, SNAP) against scipy.sparse.csgraph."""
 
 from __future__ import annotations
 
@@ -15,8 +15,6 @@ from conftest import rows
 
 def load(spark, data_dir, name, view):
     path = data_dir / "graphs" / f"{name}.tsv.gz"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
     df = (spark.read.option("sep", "\t").option("comment", "#")
           .schema("Src INT, Dst INT").csv(str(path)))
     df.createOrReplaceTempView(view)

@@ -27,7 +27,7 @@ from recsql.cli.progress import Reporter, iteration_line
 from recsql.cli.script import rewrite_paths
 from recsql.cli.tables import has_header, parse_spec
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
 RECSQL = [sys.executable, "-c", "from recsql.cli import main; main()"]
 

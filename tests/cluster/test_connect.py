@@ -38,6 +38,9 @@ def connect(tmp_path_factory):
              "--conf", f"spark.connect.grpc.binding.port={port}",
              "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false"]
     subprocess.run(start, env=env, check=True, capture_output=True)
+    # a remote session switches the whole process to Connect mode through os.environ
+    # (SPARK_CONNECT_MODE_ENABLED, SPARK_REMOTE); later tests must get a classic session again
+    saved = dict(os.environ)
     try:
         deadline = time.time() + 120
         while time.time() < deadline:
@@ -49,6 +52,8 @@ def connect(tmp_path_factory):
         yield session
         session.stop()
     finally:
+        os.environ.clear()
+        os.environ.update(saved)
         subprocess.run([str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=env,
                        capture_output=True)
 

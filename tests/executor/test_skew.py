@@ -9,7 +9,7 @@ import pytest
 
 import recsql
 from recsql.executor.skew import as_keys, balance, heavy
-from tests.oracles import count_paths_dag, dijkstra, transitive_closure
+from oracles import count_paths_dag, dijkstra, transitive_closure
 
 # Balancing forced on: every key with a row is heavy (then the sketch's top keys are split).
 FORCED = {"spark.recsql.skew.minRows": "1", "spark.recsql.skew.threshold": "0.01"}

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 import recsql
 from recsql.cli import cli
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 DATA = EXAMPLES / "data"
 
 
