@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Iterator
 
 from pyspark.sql import SparkSession
@@ -23,6 +24,8 @@ INSTALL_JAVA = (
     "macOS: `brew install openjdk@17`; or any JDK 17+ from adoptium.net) and put it on PATH or "
     "set JAVA_HOME to it"
 )
+
+QUIET_LOG4J = Path(__file__).with_name("log4j2-quiet.properties")
 
 # Sensible local settings for the embedded session (overridable by `session(**conf)`).
 LOCAL_DEFAULTS = {
@@ -47,7 +50,10 @@ def session(master: str | None = None, app_name: str = "recsql", **conf: str) ->
     if master is None or master.startswith("local"):
         check_java()
     builder = SparkSession.builder.master(master or "local[*]").appName(app_name)
-    for key, value in {**LOCAL_DEFAULTS, **{_conf_key(k): v for k, v in conf.items()}}.items():
+    # errors only from the JVM we start (its start-up warnings are noise to a user)
+    quiet_jvm = {"spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={QUIET_LOG4J.as_uri()}"}
+    settings = {**LOCAL_DEFAULTS, **quiet_jvm, **{_conf_key(k): v for k, v in conf.items()}}
+    for key, value in settings.items():
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
     with contextlib.suppress(Exception):  # Connect sessions have no SparkContext
