@@ -31,7 +31,9 @@ from pyspark.sql.types import (
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, joinside, recovery, rollover, skew
 from recsql.executor.spark_sql import describe_jobs, is_overflow, render, run_sql
-from recsql.executor.state import CONTRIB, RelationState, make_state, union_all
+from recsql.executor.state import (
+    CONTRIB, PARTITION, RelationState, make_state, union_all, with_partition,
+)
 from recsql.planner import doubling
 from recsql.planner.locate import locate
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
@@ -119,10 +121,11 @@ class GroupRun:
         if key not in self.ctx.bases:
             df = self.ctx.spark.table(table).repartition(self.ctx.partitions, *columns)
             observation = Observation(f"recsql_base_{len(self.ctx.bases)}_{id(self)}")
-            sizes = [F.count_if(F.spark_partition_id() == k).alias(f"p{k}")
+            sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}")
                      for k in range(self.ctx.partitions)]
             keys = skew.base_metrics(tuple(columns), self.ctx.settings)
-            self.ctx.bases[key] = self.materialize(cte, df.observe(observation, *sizes, *keys), 0)
+            observed = with_partition(df).observe(observation, *sizes, *keys).drop(PARTITION)
+            self.ctx.bases[key] = self.materialize(cte, observed, 0)
             counts = observation.get
             if counts:
                 self.ctx.base_sizes[key] = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
@@ -273,8 +276,9 @@ class GroupRun:
                 describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
                 merged = state.merge(rollover.watch(self, cte, self.skew.watch(cte, df, iteration)))
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
-                merged = merged.observe(observation, *state.metrics, *self.skew.metrics(cte, state),
-                                        *rollover.metrics(self, cte))
+                merged = with_partition(merged).observe(
+                    observation, *state.metrics, *self.skew.metrics(cte, state),
+                    *rollover.metrics(self, cte)).drop(PARTITION)
                 job_started = time.perf_counter()
                 checkpointed = self.materialize(cte, merged, iteration)
                 job_seconds = time.perf_counter() - job_started
@@ -284,8 +288,8 @@ class GroupRun:
                 if not reported:
                     # Spark Connect does not report observations of a checkpoint: count the
                     # checkpointed (in-memory) rows instead.
-                    metrics = checkpointed.agg(*state.metrics,
-                                               *rollover.metrics(self, cte)).first().asDict()
+                    metrics = with_partition(checkpointed).agg(
+                        *state.metrics, *rollover.metrics(self, cte)).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)

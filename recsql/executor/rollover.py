@@ -47,7 +47,9 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.executor.spark_sql import describe_jobs
-from recsql.executor.state import BagState, RelationState, SetState, union_all
+from recsql.executor.state import (
+    PARTITION, BagState, RelationState, SetState, union_all, with_partition,
+)
 from recsql.planner.checks import equi_joins
 from recsql.planner.model import DELTA, Branch, CTEPlan
 
@@ -335,11 +337,12 @@ def _merge_slice(run: GroupRun, cte: CTEPlan, candidates: DataFrame, iteration: 
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
     merged = state.merge(watch(run, cte, candidates))
     observation = Observation(f"recsql_{cte.key}_{iteration}_{s}_{id(run)}")
-    merged = merged.observe(observation, *state.metrics, *metrics(run, cte))
+    merged = with_partition(merged).observe(observation, *state.metrics, *metrics(run, cte))
+    merged = merged.drop(PARTITION)
     checkpointed = run.materialize(cte, merged, iteration)
     observed = observation.get
     if "delta_rows" not in observed:  # Spark Connect: count the checkpointed rows instead
-        observed = checkpointed.agg(*state.metrics, *metrics(run, cte)).first().asDict()
+        observed = with_partition(checkpointed).agg(*state.metrics, *metrics(run, cte)).first().asDict()
     state.commit(checkpointed, observed["delta_rows"], observed["total_rows"])
     state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
     record(run, cte, observed)
@@ -358,15 +361,16 @@ def _final_delta(run: GroupRun, cte: CTEPlan, iteration: int, deltas: list[DataF
         condition = condition & F.col(k).eqNullSafe(F.col(f"__rq_k{i}"))
     delta = state.all.join(changed, condition, "left_semi")
     sizes = [F.count(F.lit(1)).alias("delta_rows"),
-             *[F.count_if(F.spark_partition_id() == k).alias(f"delta_p{k}")
+             *[F.count_if(F.col(PARTITION) == k).alias(f"delta_p{k}")
                for k in range(state.partitions)],
              *metrics(run, cte, F.lit(True))]
     observation = Observation(f"recsql_{cte.key}_{iteration}_delta_{id(run)}")
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} delta")
-    checkpointed = run.materialize(cte, delta.observe(observation, *sizes), iteration)
+    observed_delta = with_partition(delta).observe(observation, *sizes).drop(PARTITION)
+    checkpointed = run.materialize(cte, observed_delta, iteration)
     observed = observation.get
     if "delta_rows" not in observed:  # Spark Connect
-        observed = checkpointed.agg(*sizes).first().asDict()
+        observed = with_partition(checkpointed).agg(*sizes).first().asDict()
     state.delta, state.delta_rows = checkpointed, observed["delta_rows"]
     state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
     record(run, cte, observed)

@@ -18,6 +18,16 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 from recsql.planner.model import CTEPlan
 
 CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contrib"
+PARTITION = "__rq_partition"
+
+
+def with_partition(df: DataFrame) -> DataFrame:
+    """`df` with the id of the partition each row sits in, as a column for metrics to count.
+
+    Spark Connect's analyzer refuses a non-deterministic expression such as
+    `spark_partition_id()` inside an aggregate (`observe`, `agg`), so it is projected first;
+    drop the column again after observing."""
+    return df.withColumn(PARTITION, F.spark_partition_id())
 EXTREMA = {"min": F.min, "max": F.max}
 
 
@@ -57,8 +67,9 @@ class RelationState:
         rows of each partition (for the next iteration's join-side vote).
 
         Built once per state: Columns are reusable expressions, and building them costs a Py4J
-        round trip per node (about a quarter of an iteration's driver time when rebuilt each time)."""
-        in_partition = [F.spark_partition_id() == k for k in range(self.partitions)]
+        round trip per node (about a quarter of an iteration's driver time when rebuilt each time).
+        The per-partition counts read the `PARTITION` column (see `with_partition`)."""
+        in_partition = [F.col(PARTITION) == k for k in range(self.partitions)]
         return [
             F.count_if(self.delta_flag()).alias("delta_rows"),
             F.count_if(self.total_flag()).alias("total_rows"),

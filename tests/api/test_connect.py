@@ -1,5 +1,6 @@
 """recsql through Spark Connect: a server started from the installed pyspark's own scripts,
-listening on 127.0.0.1 only. Marked `cluster` (run with `pytest -m cluster`)."""
+listening on 127.0.0.1 only. In the default suite (about 25 s): nothing else notices when a
+change breaks Connect (an aggregate over `spark_partition_id()` once did)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,6 @@ import networkx as nx
 import pytest
 
 import recsql
-
-pytestmark = pytest.mark.cluster
 
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
@@ -73,6 +72,21 @@ def test_sssp_over_connect_matches_dijkstra(connect):
     expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
     assert sorted(tuple(r) for r in result.df.collect()) == expected
     assert result.stats[-1].delta_rows == 0
+
+
+def test_connected_components_over_connect_match_networkx(connect):
+    edges = [(1, 2), (2, 3), (4, 5), (6, 6), (7, 5)]
+    undirected = edges + [(b, a) for a, b in edges]
+    connect.createDataFrame(undirected, "Src INT, Dst INT").createOrReplaceTempView("cc_edge")
+    df = recsql.sql(
+        "WITH recursive cc (Node, min() AS Comp) AS (SELECT Src, Src FROM cc_edge) UNION "
+        "(SELECT cc_edge.Dst, cc.Comp FROM cc, cc_edge WHERE cc.Node = cc_edge.Src) "
+        "SELECT Node, Comp FROM cc",
+        spark=connect,
+    )
+    graph = nx.Graph(edges)
+    expected = sorted((n, min(c)) for c in nx.connected_components(graph) for n in c)
+    assert sorted(tuple(r) for r in df.collect()) == expected
 
 
 def test_dataframe_keyword_argument_over_connect(connect):
