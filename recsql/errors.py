@@ -21,6 +21,7 @@ class RecSQLError(Exception):
     """
 
     condition = "RECSQL_ERROR"
+    sqlstate: str | None = None  # Spark's SQLSTATE when the error is Spark's own
 
     def __init__(
         self,

@@ -8,7 +8,6 @@ ends the loop. Checkpointing cuts the lineage, so iteration N plans as fast as i
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -29,8 +28,8 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame, joinside, recovery, rollover, skew
-from recsql.executor.spark_sql import describe_jobs, is_overflow, render, run_sql
+from recsql.executor import endgame, failures, joinside, recovery, rollover, skew
+from recsql.executor.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.state import (
     CONTRIB, PARTITION, RelationState, make_state, union_all, with_partition,
 )
@@ -312,9 +311,8 @@ class GroupRun:
         try:
             return merged.localCheckpoint(eager=True)
         except Py4JJavaError as error:
-            # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data):
-            # report Spark's conditions, outermost and root cause, not the JVM stack trace.
-            failure = _job_failure(cte, iteration, str(error))
+            # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data)
+            failure = failures.from_trace(cte.name, iteration, str(error))
             if recovery.lost_blocks(str(error)):
                 raise recovery.BlocksLost(failure.message, condition=failure.condition) from None
             raise failure from None
@@ -322,19 +320,7 @@ class GroupRun:
             if recovery.lost_blocks(str(error)):
                 raise recovery.BlocksLost(f"CTE `{cte.name}` failed at iteration {iteration}: "
                                           f"{error}", condition="RECSQL_BLOCKS_LOST") from None
-            if is_overflow(error):
-                columns = ", ".join(c.name for c in cte.aggregates) or "(values)"
-                raise RecSQLExecutionError(
-                    f"Integer overflow in CTE `{cte.name}` column {columns} at iteration "
-                    f"{iteration}; cast the aggregated value to DECIMAL(38, 0) or DOUBLE",
-                    condition="RECSQL_AGGREGATE_OVERFLOW",
-                ) from None
-            condition = error.getCondition() or "SPARK_ERROR"
-            first_line = str(error).strip().splitlines()[0] if str(error).strip() else condition
-            raise RecSQLExecutionError(
-                f"CTE `{cte.name}` failed at iteration {iteration}: {first_line}",
-                condition=condition,
-            ) from error
+            raise failures.from_exception(cte.name, iteration, error) from None
 
     def fail_iteration_limit(self, iteration: int) -> None:
         limit = self.ctx.settings.max_iterations
@@ -363,19 +349,6 @@ def _label(strategy: str, branch: Branch) -> str:
     if strategy == joinside.SHUFFLE and branch.copartitioned:
         return "co-partitioned"
     return strategy
-
-
-def _job_failure(cte: CTEPlan, iteration: int, trace: str) -> RecSQLExecutionError:
-    conditions = re.findall(r"\[([A-Z][A-Z_.]+)\] ([^\n]*)", trace)
-    if not conditions:
-        first = next((ln for ln in trace.splitlines() if ln.strip()), "Spark job failed")
-        conditions = [("SPARK_JOB_FAILED", first.strip())]
-    (outer, message), (root, cause) = conditions[0], conditions[-1]
-    detail = message if root == outer else f"{message} Caused by [{root}] {cause}"
-    return RecSQLExecutionError(
-        f"CTE `{cte.name}` failed at iteration {iteration}: {detail.replace(' SQLSTATE', '; SQLSTATE')}",
-        condition=outer,
-    )
 
 
 def infer_schemas(run: GroupRun, group: GroupStep) -> dict[str, StructType]:

@@ -8,7 +8,7 @@ import logging
 import re
 from typing import Any, Iterator
 
-from pyspark.errors import AnalysisException, ArithmeticException, ParseException, PySparkException
+from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
@@ -114,10 +114,6 @@ def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) ->
         if node.name.lower() == name:
             return locate(node, user_sql)
     return {}
-
-
-def is_overflow(error: Exception) -> bool:
-    return isinstance(error, ArithmeticException) or "ARITHMETIC_OVERFLOW" in str(error)
 
 
 def describe_jobs(spark, description: str) -> None:

@@ -184,3 +184,28 @@ def test_error_hierarchy():
     err = RecSQLAnalysisError("boom", line=1, pos=2, sql="SELECT x")
     assert (err.line, err.pos, err.message) == (1, 2, "boom")
     assert str(err).startswith("[RECSQL_ANALYSIS_ERROR] boom (line 1, pos 2)")
+
+
+# Runtime failures keep Spark's condition and get advice only where it is true (a division by
+# zero once came out as an "integer overflow, cast to DECIMAL" error).
+RUNTIME = [
+    ("path.Cost / (edge.Cost - edge.Cost)", "DIVIDE_BY_ZERO", "try_divide", "DECIMAL"),
+    ("path.Cost % (edge.Cost - edge.Cost)", "REMAINDER_BY_ZERO", "try_mod", "DECIMAL"),
+    ("path.Cost + CAST(concat('x', edge.Cost) AS INT)", "CAST_INVALID_INPUT", "try_cast", "DECIMAL"),
+    ("path.Cost + 2147483000 * edge.Cost", "ARITHMETIC_OVERFLOW", "DECIMAL(38, 0)", None),
+]
+
+
+@pytest.mark.parametrize("expression, condition, advice, false_advice", RUNTIME)
+def test_runtime_failure_keeps_sparks_condition(spark, expression, condition, advice, false_advice):
+    q = f"""WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
+      UNION (SELECT edge.Dst, {expression} FROM path, edge WHERE path.Dst = edge.Src)
+    SELECT Dst, Cost FROM path"""
+    err = run_error(spark, q, RecSQLExecutionError)
+    assert err.condition == condition
+    assert err.sqlstate and len(err.sqlstate) == 5
+    text = str(err)
+    assert "CTE `path`" in text and "iteration 1" in text
+    assert advice in text
+    if false_advice:
+        assert false_advice not in text
