@@ -45,6 +45,7 @@ from pyspark.sql.types import (
 from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
+from recsql.executor.driver_sql import Untranslatable, check_forms, check_types, strict_casts
 from recsql.executor.state import (
     CONTRIB,
     BagState,
@@ -58,10 +59,6 @@ from recsql.planner.model import DELTA, Branch, CTEPlan
 log = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3  # driver attempts per run that outgrew the budget before the endgame gives up
-
-
-class Untranslatable(Exception):
-    """A branch or a type the driver cannot evaluate exactly like Spark: stay on Spark."""
 
 
 class OverBudget(Exception):
@@ -106,6 +103,8 @@ def applies(run) -> bool:
         return False
     if _last_iteration(run) < info.not_before:
         return False
+    if not _translatable(run, info):
+        return False
     base_rows = _base_rows(run, info)  # Spark jobs, but only once per run
     if base_rows is None:
         return False
@@ -113,6 +112,20 @@ def applies(run) -> bool:
     if driver_rows > settings.endgame_max_driver_rows:
         return False
     return driver_rows <= settings.endgame_max_delta_rows or _not_growing(run)
+
+
+def _translatable(run, info: _RunInfo) -> bool:
+    """Every recursive branch is made of forms the driver evaluates exactly like Spark (decided
+    once per run, before any data moves to the driver)."""
+    try:
+        for cte in run.group.ctes:
+            for branch in cte.recursive_branches:
+                check_forms(branch.select)
+    except Untranslatable as reason:
+        log.info("endgame: staying on Spark: %s", reason)
+        info.disabled = True
+        return False
+    return True
 
 
 def _last_iteration(run) -> int:
@@ -197,6 +210,8 @@ def _relation_df(run, branch: Branch, key: tuple) -> DataFrame:
 
 def finish_on_driver(run, iteration: int) -> bool:
     """Run the rest of the fixpoint on the driver; False (run unchanged) if it cannot."""
+    import duckdb  # only here: `import recsql` stays light
+
     info = _info(run)
     info.attempts += 1
     driver = None
@@ -212,7 +227,8 @@ def finish_on_driver(run, iteration: int) -> bool:
         info.not_before = iteration + over.iterations + 1
         info.disabled = info.attempts >= MAX_ATTEMPTS
         return False
-    except Exception as error:  # untranslatable branch, DuckDB error: Spark continues
+    except (Untranslatable, duckdb.Error) as error:  # Spark continues (and, for an error
+        # Spark shares, such as an overflow, raises it itself); anything else is a bug
         log.info("endgame: staying on Spark: %s: %s", type(error).__name__, error)
         info.disabled = True
         info.arrow.clear()
@@ -346,9 +362,13 @@ class _Driver:
             if name not in args:
                 raise Untranslatable(f"parameter :{name}")
             value = args[name]
-            if value is not None and not isinstance(value, (bool, int, float, str)):
+            # a Python float is a DOUBLE to Spark but would be a DECIMAL literal to DuckDB
+            if value is not None and not isinstance(value, (bool, int, str)):
                 raise Untranslatable(f"parameter :{name} of type {type(value).__name__}")
             marker.replace(exp.convert(value))
+        check_forms(select)
+        strict_casts(select)
+        check_types(select, lambda exprs: self.probe_types(select, branch, exprs))
         self.truncate_casts(select, branch)
         text = select.sql("duckdb", identify=True)
         # Output types, with every reference bound to the whole relation.
@@ -373,6 +393,15 @@ class _Driver:
         aliases = [f'"c{i}"' for i in range(width)] + [f'"k{i}"' for i in range(extra)]
         wrapper = f"SELECT {', '.join(outputs)} FROM ({{body}}) AS q({', '.join(aliases)})"
         self.branch_sql[(cte.key, branch.index)] = (text, wrapper, types[width:])
+
+    def probe_types(self, select: exp.Select, branch: Branch, exprs: list) -> list[str]:
+        """DuckDB's types of `exprs` in the branch's scope (binds only: no rows are read)."""
+        probe = select.copy()
+        probe.set("expressions", [exp.alias_(e.copy(), f"p{i}", quoted=True)
+                                  for i, e in enumerate(exprs)])
+        text = _bind(probe.sql("duckdb", identify=True),
+                     {r.binding: self.names[r.cte]["all"] for r in branch.refs})
+        return [str(t) for t in self.con.sql(text).types]
 
     def truncate_casts(self, select: exp.Expr, branch: Branch) -> None:
         """Spark's CAST of a fractional number to an integral type truncates, DuckDB's rounds:

@@ -1,0 +1,151 @@
+"""Which recursive branches the driver (DuckDB) may evaluate: an allowlist, not a denylist.
+
+The endgame must answer exactly as the Spark loop does, or not run. DuckDB and Spark agree on
+some SQL and disagree on much (division by zero gives NULL in DuckDB and an error in Spark under
+ANSI; number-to-string formats, string positions, decimal precision rules, implicit casts). So a
+branch goes to the driver only if every node of it is a form listed here, and the operand types
+of its arithmetic, comparisons, CASE results and casts are ones whose semantics were checked
+equal by tests/executor/test_differential.py. Anything else stays on Spark.
+
+Where the engines differ on errors only (integer overflow: Spark raises under ANSI and wraps
+without it; DuckDB always raises) the difference is harmless: a DuckDB error hands the iteration
+back to Spark, which then gives its own answer or its own error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from sqlglot import exp
+
+# Node types a translatable branch may contain (exact types: a subclass is a different form).
+ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset({
+    exp.Select, exp.From, exp.Join, exp.Where, exp.Table, exp.TableAlias, exp.Alias,
+    exp.Column, exp.Identifier, exp.Literal, exp.Boolean, exp.Null, exp.Paren, exp.Placeholder,
+    exp.Neg, exp.Add, exp.Sub, exp.Mul,
+    exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In,
+    exp.And, exp.Or, exp.Not, exp.Is,
+    exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,
+})
+
+# DuckDB type names by family (Arrow brings Spark's INT as INTEGER, LONG as BIGINT, ...).
+_EXACT_ARITHMETIC = {"INTEGER", "BIGINT", "DOUBLE"}  # same result types, IEEE doubles, and an
+# integer overflow raises in DuckDB (the iteration then goes back to Spark)
+_FAMILIES = {
+    "TINYINT": "number", "SMALLINT": "number", "INTEGER": "number", "BIGINT": "number",
+    "FLOAT": "number", "DOUBLE": "number", "VARCHAR": "string", "BOOLEAN": "boolean",
+    "DATE": "date", "NULL": "null", '"NULL"': "null",
+}
+_CAST_TARGETS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
+                 exp.DataType.Type.TINYINT, exp.DataType.Type.DOUBLE}
+
+
+class Untranslatable(Exception):
+    """A branch the driver cannot evaluate exactly like Spark: it stays on Spark."""
+
+
+def strict_casts(select: exp.Expression) -> None:
+    """sqlglot reads Spark's CAST as TRY_CAST (NULL on failure, Spark's non-ANSI meaning). The
+    driver casts strictly: a failing cast raises in DuckDB and hands the iteration back to
+    Spark, which then applies its own cast semantics (an error under ANSI, NULL without)."""
+    for node in list(select.find_all(exp.TryCast)):
+        node.replace(exp.Cast(this=node.this, to=node.to))
+
+
+def check_forms(select: exp.Expression) -> None:
+    """Every node of the branch is an allowed form (no DuckDB needed: decided before any data
+    moves to the driver)."""
+    if not isinstance(select, exp.Select):
+        raise Untranslatable(f"a {type(select).__name__} branch")
+    for node in select.walk():
+        if type(node) not in ALLOWED_NODES:
+            raise Untranslatable(f"{type(node).__name__} `{node.sql('rasql')[:60]}`")
+        if isinstance(node, exp.Join) and (node.side or node.kind not in ("", "INNER", "CROSS")):
+            raise Untranslatable(f"a {node.side or node.kind} join")
+        if isinstance(node, exp.Cast) and node.to.this not in _CAST_TARGETS:
+            raise Untranslatable(f"CAST to {node.to.sql('rasql')}")
+        if isinstance(node, exp.Literal) and not node.is_string and not _plain_number(node.this):
+            raise Untranslatable(f"number literal {node.this}")
+
+
+def _plain_number(text: str) -> bool:
+    """An integer (INT or BIGINT in both engines) or a plain decimal literal (`1.5` is
+    DECIMAL(2, 1) in both); exponent forms type differently."""
+    whole, _, fraction = text.partition(".")
+    return whole.isdigit() and (fraction == "" or fraction.isdigit())
+
+
+def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expression]]]:
+    """(rule, operands) for each node whose meaning depends on its operands' types."""
+    for node in select.walk():
+        if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
+            yield "arithmetic", [node.left, node.right]
+        elif isinstance(node, exp.Neg):
+            yield "arithmetic", [node.this]
+        elif isinstance(node, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+            yield "comparable", [node.left, node.right]
+        elif isinstance(node, exp.Between):
+            yield "comparable", [node.this, node.args["low"], node.args["high"]]
+        elif isinstance(node, exp.In):
+            yield "comparable", [node.this, *node.expressions]
+        elif isinstance(node, exp.Case):
+            results = [i.args["true"] for i in node.args.get("ifs", [])]
+            yield "comparable", [*results, *([node.args["default"]] if node.args.get("default")
+                                            else [])]
+        elif isinstance(node, exp.If):
+            yield "comparable", [node.args["true"], *([node.args["false"]]
+                                                     if node.args.get("false") else [])]
+        elif isinstance(node, exp.Cast):
+            yield "cast", [node.this]
+
+
+def check_types(select: exp.Select, types_of: Callable[[list[exp.Expression]], list[str]]) -> None:
+    """The operand types of every typed node are ones both engines treat alike.
+
+    `types_of(expressions)` gives DuckDB's type names of expressions evaluated in the branch's
+    FROM/WHERE scope (one probe, no rows read)."""
+    checks = list(typed_operands(select))
+    if not checks:
+        return
+    types = iter(types_of([operand for _, operands in checks for operand in operands]))
+    for rule, operands in checks:
+        names = [next(types).upper() for _ in operands]
+        _RULES[rule](names)
+
+
+def _arithmetic(names: list[str]) -> None:
+    if all(n in _EXACT_ARITHMETIC for n in names):
+        return
+    if "DOUBLE" in names and all(_family(n) == "number" for n in names):
+        return  # with a DOUBLE operand both engines compute in DOUBLE
+    # Decimal arithmetic is exact in both engines while the result fits 38 digits without
+    # Spark's precision-loss rounding (INT and BIGINT take part as DECIMAL(10, 0) / (20, 0))
+    digits = [_decimal_digits(n) for n in names]
+    if None in digits or sum(d for d in digits if d) + 1 > 38:
+        raise Untranslatable(f"arithmetic on {', '.join(names)}")
+
+
+def _decimal_digits(name: str) -> int | None:
+    if name.startswith("DECIMAL("):
+        return int(name[len("DECIMAL("):].split(",")[0])
+    return {"INTEGER": 10, "BIGINT": 20}.get(name)
+
+
+def _comparable(names: list[str]) -> None:
+    families = {_family(n) for n in names} - {"null"}
+    if None in families or len(families) > 1:
+        raise Untranslatable(f"comparing or combining {', '.join(names)}")
+
+
+def _cast(names: list[str]) -> None:
+    if any(_family(n) != "number" for n in names):
+        raise Untranslatable(f"CAST from {', '.join(names)}")
+
+
+def _family(name: str) -> str | None:
+    return "number" if name.startswith("DECIMAL(") else _FAMILIES.get(name)
+
+
+_RULES: dict[str, Callable[[list[str]], None]] = {
+    "arithmetic": _arithmetic, "comparable": _comparable, "cast": _cast,
+}
