@@ -14,9 +14,9 @@ from recsql.errors import (
     RecSQLExecutionError,
     RecSQLParseError,
 )
-from recsql.executor.fixpoint import IterationStats
 from recsql.executor.run import Result
 from recsql.executor.session import session
+from recsql.executor.stats import IterationStats
 
 __version__ = "0.1.0"
 

@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import string
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import get_lit_sql_str
 
 from recsql.errors import RecSQLError
-from recsql.executor.fixpoint import IterationStats
 from recsql.executor.run import Result, Runner, run_statement
 from recsql.executor.session import resolve
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs
+from recsql.executor.stats import IterationStats
 from recsql.parser import parse_statement, split_statements
 from recsql.settings import Settings
 

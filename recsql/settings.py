@@ -6,8 +6,9 @@ per-call override > session conf > default.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from recsql.errors import RecSQLError
 
@@ -49,9 +50,13 @@ def _positive_float(value: str) -> float:
     return number
 
 
-def _join_strategy(value: str) -> str:
-    from recsql.executor.joinside import STRATEGIES
+# The join strategies a user may force with spark.recsql.joinStrategy (the executor's
+# joinside.py decides among them per iteration when it is `auto`).
+BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE = "broadcast-delta", "broadcast-base", "shuffle"
+STRATEGIES = (BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE)
 
+
+def _join_strategy(value: str) -> str:
     text = str(value).strip().lower()
     if text != "auto" and text not in STRATEGIES:
         raise ValueError(f"expected auto or one of {', '.join(STRATEGIES)}, got {value!r}")

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import contextlib
-import signal
-import threading
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 

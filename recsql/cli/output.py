@@ -70,7 +70,7 @@ def write_tsv(df: DataFrame, stream: IO[str], header: bool) -> int:
     if header:
         stream.write("\t".join(df.columns) + "\n")
     count = 0
-    for count, row in enumerate(string_rows(df), start=1):
+    for count, row in enumerate(string_rows(df), start=1):  # noqa: B007 - the count is returned
         stream.write("\t".join(row) + "\n")
     return count
 
@@ -81,14 +81,14 @@ def write_csv(df: DataFrame, stream: IO[str], header: bool) -> int:
     if header:
         writer.writerow(df.columns)
     count = 0
-    for count, row in enumerate(string_rows(df, null=""), start=1):
+    for count, row in enumerate(string_rows(df, null=""), start=1):  # noqa: B007 - returned
         writer.writerow(row)
     return count
 
 
 def write_json(df: DataFrame, stream: IO[str], header: bool) -> int:
     count = 0
-    for count, line in enumerate(json_rows(df), start=1):
+    for count, line in enumerate(json_rows(df), start=1):  # noqa: B007 - the count is returned
         stream.write(line + "\n")
     return count
 

@@ -54,6 +54,7 @@ from recsql.executor.state import (
     RelationState,
     SetState,
 )
+from recsql.executor.stats import IterationStats
 from recsql.planner.model import DELTA, Branch, CTEPlan
 
 log = logging.getLogger(__name__)
@@ -161,7 +162,7 @@ def _relations(run) -> dict[tuple, tuple[str, DataFrame]]:
     found: dict[tuple, tuple[str, DataFrame]] = {}
     for cte in run.group.ctes:
         for branch in cte.recursive_branches:
-            for key, table in _branch_relations(run, branch):
+            for key, _table in _branch_relations(run, branch):
                 if key not in found:
                     found[key] = (f"rq_rel_{len(found)}", _relation_df(run, branch, key))
     return found
@@ -443,7 +444,6 @@ class _Driver:
     # -- the loop
 
     def run(self, iteration: int) -> list:
-        from recsql.executor.fixpoint import IterationStats
 
         run = self.run_
         stats = []

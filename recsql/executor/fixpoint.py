@@ -9,8 +9,6 @@ ends the loop. Checkpointing cuts the lineage, so iteration N plans as fast as i
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Callable
 
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, PySparkException
@@ -29,52 +27,22 @@ from pyspark.sql.types import (
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, failures, joinside, recovery, rollover, skew
+from recsql.executor.loop import Context
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.state import (
-    CONTRIB, PARTITION, RelationState, make_state, union_all, with_partition,
+    CONTRIB,
+    PARTITION,
+    RelationState,
+    make_state,
+    union_all,
+    with_partition,
 )
+from recsql.executor.stats import IterationStats
 from recsql.planner import doubling
 from recsql.planner.locate import locate
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
-from recsql.settings import Settings
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
-
-
-@dataclass(frozen=True)
-class IterationStats:
-    cte: str
-    iteration: int  # 0 is the base (exit) step
-    delta_rows: int
-    total_rows: int
-    seconds: float
-    join_strategy: str  # "broadcast" (the delta is broadcast), "shuffle", or "-" (base step)
-    ran_on: str = "spark"
-    # where `seconds` went: the driver (building the DataFrames: SQL analysis of the branches,
-    # the merge plan; reading the metrics) and the one Spark job (its planning plus execution)
-    driver_seconds: float = 0.0
-    job_seconds: float = 0.0
-    split_keys: int = 0  # heavy join keys split over all partitions (skew.py)
-    balance: float | None = None  # largest task's join output / rows per partition (1.0 even)
-    slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
-    output_rows: int | None = None  # rows of the largest single join output (candidates)
-
-
-@dataclass
-class Context:
-    """What a fixpoint needs from the statement being run."""
-
-    spark: SparkSession
-    settings: Settings
-    partitions: int
-    args: dict | None
-    sql: str  # the user's statement, for error messages
-    env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
-    bases: dict[tuple[str, tuple[str, ...]], DataFrame]  # pre-partitioned base tables
-    base_sizes: dict[tuple[str, tuple[str, ...]], list[int]] = field(default_factory=dict)
-    base_keys: dict[tuple[str, tuple[str, ...]], tuple[dict, int]] = field(default_factory=dict)
-    on_iteration: Callable[[IterationStats], None] | None = None
-    recovery: recovery.Recovery | None = None  # reliable checkpoints and resume
 
 
 class GroupRun:

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE = "broadcast-delta", "broadcast-base", "shuffle"
-STRATEGIES = (BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE)
+from recsql.settings import BROADCAST_BASE, BROADCAST_DELTA, SHUFFLE, STRATEGIES
+
+__all__ = ["BROADCAST_BASE", "BROADCAST_DELTA", "SHUFFLE", "STRATEGIES", "decide", "partition_vote", "vote"]
 
 
 def partition_vote(delta_rows: int, base_rows: int, partitions: int) -> str:

@@ -34,10 +34,10 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
+from recsql.executor.loop import Loop
 from recsql.executor.state import BagState, ContributorState, RelationState
 
 if TYPE_CHECKING:
-    from recsql.executor.fixpoint import GroupRun
     from recsql.planner import QueryPlan
     from recsql.settings import Settings
 
@@ -198,7 +198,7 @@ class Recovery:
     def statement_dir(self) -> str:
         return f"{self.root}/{self.fingerprint[:32]}"
 
-    def group_dir(self, group_run: GroupRun) -> str:
+    def group_dir(self, group_run: Loop) -> str:
         return f"{self.statement_dir}/{'-'.join(c.key for c in group_run.group.ctes)}"
 
     def finish(self) -> None:
@@ -210,7 +210,7 @@ class Recovery:
 class GroupCheckpoints:
     """The hooks GroupRun calls: `resume`, `after_step`, `recover`."""
 
-    def __init__(self, recovery: Recovery | None, group_run: GroupRun) -> None:
+    def __init__(self, recovery: Recovery | None, group_run: Loop) -> None:
         self.recovery = recovery if recovery is not None and recovery.enabled else None
         self.run = group_run
         self.latest: int | None = None  # iteration of the latest complete checkpoint written
@@ -288,7 +288,7 @@ def _parts(state: RelationState) -> dict[str, DataFrame]:
     return parts
 
 
-def write_checkpoint(group_run: GroupRun, where: str, iteration: int, fp: str) -> None:
+def write_checkpoint(group_run: Loop, where: str, iteration: int, fp: str) -> None:
     _delete(where)  # a partial directory left by a crash at this iteration
     states = {}
     for key, state in group_run.states.items():
@@ -302,7 +302,7 @@ def write_checkpoint(group_run: GroupRun, where: str, iteration: int, fp: str) -
     _write_atomically(f"{where}/{MANIFEST}", json.dumps(manifest, indent=1))
 
 
-def load_checkpoint(group_run: GroupRun, where: str, manifest: dict) -> None:
+def load_checkpoint(group_run: Loop, where: str, manifest: dict) -> None:
     for key, state in group_run.states.items():
         info = manifest["states"][key]
         frames = {

@@ -40,21 +40,25 @@ import math
 import time
 from dataclasses import dataclass, field
 from itertools import count
-from typing import TYPE_CHECKING
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 from sqlglot import exp
 
+from recsql.executor import joinside
+from recsql.executor.loop import Loop
 from recsql.executor.spark_sql import describe_jobs
 from recsql.executor.state import (
-    PARTITION, BagState, RelationState, SetState, union_all, with_partition,
+    PARTITION,
+    BagState,
+    RelationState,
+    SetState,
+    union_all,
+    with_partition,
 )
+from recsql.executor.stats import IterationStats
 from recsql.planner.checks import equi_joins
 from recsql.planner.model import DELTA, Branch, CTEPlan
-
-if TYPE_CHECKING:
-    from recsql.executor.fixpoint import GroupRun
 
 HEAVY_KEYS = 1000  # base join keys whose degree is kept exactly
 MAX_SLICES = 256  # more actions than this per iteration cost more than they save
@@ -100,7 +104,7 @@ class Degrees:
 
 @dataclass
 class RunInfo:
-    """What roll-over remembers about one GroupRun (kept on the run object)."""
+    """What roll-over remembers about one run (kept on the run object)."""
 
     budget: int
     probes: dict[tuple[str, int, int], Probe] = field(default_factory=dict)
@@ -111,7 +115,7 @@ class RunInfo:
     count_rows: Column | None = None
 
 
-def info(run: GroupRun) -> RunInfo:
+def info(run: Loop) -> RunInfo:
     found = run.__dict__.get("_rollover")
     if found is None:
         found = run.__dict__["_rollover"] = RunInfo(run.ctx.settings.rollover_max_rows)
@@ -125,7 +129,7 @@ def info(run: GroupRun) -> RunInfo:
 # -- hooks of GroupRun.step (the one-piece iteration) ----------------------------------------
 
 
-def watch(run: GroupRun, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
+def watch(run: Loop, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
     """Count the candidates (the join output) in the iteration's action."""
     observation = Observation(f"recsql_output_{cte.key}_{next(_names)}_{id(run)}")
     info(run).outputs[cte.key] = observation
@@ -135,7 +139,7 @@ def watch(run: GroupRun, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
     return candidates.observe(observation, ro.count_rows)
 
 
-def metrics(run: GroupRun, cte: CTEPlan, flag: Column | None = None) -> list[Column]:
+def metrics(run: Loop, cte: CTEPlan, flag: Column | None = None) -> list[Column]:
     """The delta-side estimates that ride on the merge of `cte`'s state: for each rule reading
     its delta against a base whose degrees are known, the sum of the degrees over the rows
     `flag` marks (default: the state's next delta)."""
@@ -152,7 +156,7 @@ def metrics(run: GroupRun, cte: CTEPlan, flag: Column | None = None) -> list[Col
     return list(found.values())
 
 
-def record(run: GroupRun, cte: CTEPlan, observed: dict) -> None:
+def record(run: Loop, cte: CTEPlan, observed: dict) -> None:
     """Keep the estimates just observed, valid for the state's new delta."""
     ro = info(run)
     state = run.states[cte.key]
@@ -161,7 +165,7 @@ def record(run: GroupRun, cte: CTEPlan, observed: dict) -> None:
             ro.observed[name] = (state.delta, int(value or 0))
 
 
-def output_rows(run: GroupRun, cte: CTEPlan) -> int | None:
+def output_rows(run: Loop, cte: CTEPlan) -> int | None:
     """Rows of the candidates of `cte`'s last action (None on Spark Connect)."""
     observation = info(run).outputs.pop(cte.key, None)
     if observation is None:
@@ -173,7 +177,7 @@ def output_rows(run: GroupRun, cte: CTEPlan) -> int | None:
 # -- the decision ----------------------------------------------------------------------------
 
 
-def slices(run: GroupRun) -> int:
+def slices(run: Loop) -> int:
     """How many slices this iteration needs (1: no roll-over)."""
     ro = info(run)
     if ro.budget <= 0:
@@ -191,7 +195,7 @@ def slices(run: GroupRun) -> int:
     return max(1, min(needed, MAX_SLICES, largest_delta))
 
 
-def _estimate(run: GroupRun, ro: RunInfo, probe: Probe) -> int:
+def _estimate(run: Loop, ro: RunInfo, probe: Probe) -> int:
     state = run.states[probe.state]
     if probe.base is None:
         return state.delta_rows
@@ -211,7 +215,7 @@ def _estimate(run: GroupRun, ro: RunInfo, probe: Probe) -> int:
     return int(value or 0)
 
 
-def _largest_degree(run: GroupRun, base: tuple[str, tuple[str, ...]]) -> int | None:
+def _largest_degree(run: Loop, base: tuple[str, tuple[str, ...]]) -> int | None:
     """A bound on any key's base rows without a job: the most frequent key's count when the
     pre-partitioning action observed the base's top keys (skew.py's sketch, approximate), else
     the base's rows."""
@@ -233,7 +237,7 @@ def _degrees(base: DataFrame, columns: tuple[str, ...]) -> Degrees:
     return Degrees(heavy, light, [f.dataType for f in base.select(*columns).schema.fields])
 
 
-def _probe(run: GroupRun, branch: Branch, variant: tuple[str, ...]) -> Probe:
+def _probe(run: Loop, branch: Branch, variant: tuple[str, ...]) -> Probe:
     """The rule's sliced (first delta) reference and the base it joins on its group key."""
     ref = branch.refs[variant.index(DELTA)]
     head = {c.lower(): c for c in run.states[ref.cte].columns}
@@ -261,9 +265,9 @@ def _alias(branch: Branch, binding: str) -> str:
 # -- the rolled-over iteration ---------------------------------------------------------------
 
 
-def step(run: GroupRun, iteration: int) -> bool:
+def step(run: Loop, iteration: int) -> bool:
     """Run `iteration` in slices when its estimate exceeds the budget; False when it does not
-    (then GroupRun.step runs it in one piece)."""
+    (then Loop.step runs it in one piece)."""
     if run.doubling_round(iteration):
         # Slices run the linear rules; the doubling rounds rely on the whole-relation round
         # before them, which a sliced linear round would skip.
@@ -300,7 +304,7 @@ def step(run: GroupRun, iteration: int) -> bool:
     return True
 
 
-def _bind(run: GroupRun) -> list[tuple]:
+def _bind(run: Loop) -> list[tuple]:
     """(cte, branch, refs, strategy, sliced binding, sliced state) of every rule that runs."""
     rules = []
     for cte in run.group.ctes:
@@ -313,9 +317,7 @@ def _bind(run: GroupRun) -> list[tuple]:
     return rules
 
 
-def _slice_output(run: GroupRun, cte: CTEPlan, rule: tuple, s: int, n: int) -> DataFrame:
-    from recsql.executor import joinside
-
+def _slice_output(run: Loop, cte: CTEPlan, rule: tuple, s: int, n: int) -> DataFrame:
     _, branch, refs, strategy, binding, state = rule
     # xxhash64, not Spark's partitioning hash (murmur3): with n and the partition count sharing
     # a factor, a murmur3 slice would sit on a fraction of the partitions (and of the cores).
@@ -330,7 +332,7 @@ def _disjoint(state: RelationState) -> bool:
     return isinstance(state, (SetState, BagState))
 
 
-def _merge_slice(run: GroupRun, cte: CTEPlan, candidates: DataFrame, iteration: int, s: int,
+def _merge_slice(run: Loop, cte: CTEPlan, candidates: DataFrame, iteration: int, s: int,
                  n: int) -> tuple[int | None, dict]:
     """Merge one slice's candidates into the state, in one action; (output rows, metrics)."""
     state = run.states[cte.key]
@@ -349,7 +351,7 @@ def _merge_slice(run: GroupRun, cte: CTEPlan, candidates: DataFrame, iteration: 
     return output_rows(run, cte), observed
 
 
-def _final_delta(run: GroupRun, cte: CTEPlan, iteration: int, deltas: list[DataFrame]) -> None:
+def _final_delta(run: Loop, cte: CTEPlan, iteration: int, deltas: list[DataFrame]) -> None:
     """min/max and sum/count states: the next delta is every group some slice changed, with its
     final value (one action: checkpoint it and observe its sizes and estimates)."""
     state = run.states[cte.key]
@@ -376,7 +378,7 @@ def _final_delta(run: GroupRun, cte: CTEPlan, iteration: int, deltas: list[DataF
     record(run, cte, observed)
 
 
-def _union_deltas(run: GroupRun, cte: CTEPlan, state: RelationState,
+def _union_deltas(run: Loop, cte: CTEPlan, state: RelationState,
                   deltas: list[tuple[DataFrame, dict]]) -> None:
     """Set and bag states: the next delta is every slice's delta (no job)."""
     state.delta = union_all([d for d, _ in deltas])
@@ -389,9 +391,8 @@ def _union_deltas(run: GroupRun, cte: CTEPlan, state: RelationState,
         ro.observed[name] = (state.delta, sum(int(m.get(name) or 0) for _, m in deltas))
 
 
-def _report(run: GroupRun, cte: CTEPlan, iteration: int, started: float, strategy: str,
+def _report(run: Loop, cte: CTEPlan, iteration: int, started: float, strategy: str,
             n: int, largest: int | None) -> None:
-    from recsql.executor.fixpoint import IterationStats
 
     state = run.states[cte.key]
     stats = IterationStats(

@@ -5,18 +5,20 @@ from __future__ import annotations
 import contextlib
 import io
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
-from recsql.executor.fixpoint import Context, GroupRun, IterationStats
+from recsql.executor.fixpoint import GroupRun
+from recsql.executor.loop import Context
 from recsql.executor.recovery import Recovery
 from recsql.executor.session import cancellable, overridden_conf
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render, run_sql
+from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
 from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
 from recsql.settings import Settings

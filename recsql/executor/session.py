@@ -11,8 +11,8 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from pyspark.sql import SparkSession
 

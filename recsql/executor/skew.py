@@ -224,8 +224,7 @@ class Balancer:
         replicate_base, replicate_delta = {}, {}
         if join.spread:
             tops = self.delta_top.get((join.ref.cte, join.ref_columns), {})
-            for key, d in heavy(tops, delta_rows, self.partitions, s.skew_threshold,
-                                s.skew_min_rows).items():
+            for key in heavy(tops, delta_rows, self.partitions, s.skew_threshold, s.skew_min_rows):
                 replicate_base[key] = base_known.get(key, floor)
         base_heavy = self.base_heavy(join)
         for key, d in self.delta_hits.get(join, {}).items():

@@ -13,6 +13,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner import checks, doubling
+from recsql.planner.branches import bound_table, branches_of
 from recsql.planner.catalog import Catalog
 from recsql.planner.locate import locate
 from recsql.planner.model import (
@@ -115,21 +116,6 @@ def _cte_tables(node: exp.Expr, names) -> list[exp.Table]:
         for t in node.find_all(exp.Table)
         if isinstance(t.this, exp.Identifier) and not t.args.get("db") and t.name.lower() in names
     ]
-
-
-def branches_of(body: exp.Query) -> tuple[list[exp.Query], list[bool]]:
-    """Flatten `b1 UNION [ALL] b2 ...` into its branches and, per separator, whether it is ALL."""
-    if isinstance(body, exp.Union) and not _has_modifiers(body):
-        left, left_all = branches_of(body.this)
-        right, right_all = branches_of(body.expression)
-        return left + right, left_all + [not body.args.get("distinct")] + right_all
-    if isinstance(body, exp.Subquery) and not body.alias and isinstance(body.this, exp.Query):
-        return branches_of(body.this)
-    return [body], []
-
-
-def _has_modifiers(query: exp.Expr) -> bool:
-    return any(query.args.get(k) for k in ("order", "limit", "offset"))
 
 
 class _Planner:
@@ -293,13 +279,6 @@ class _Planner:
 
 def cte_binding(name: str) -> str:
     return f"rq_cte_{name.lower()}"
-
-
-def bound_table(binding: str, alias: str) -> exp.Table:
-    return exp.Table(
-        this=exp.Placeholder(this=exp.to_identifier(binding), widget=True),
-        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
-    )
 
 
 def _table_sql(table: exp.Table) -> str:

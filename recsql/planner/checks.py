@@ -7,6 +7,8 @@ import difflib
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
+from recsql.parser.dialect import AggregateColumn
+from recsql.planner.branches import branches_of
 from recsql.planner.locate import locate
 
 # Constructs a recursive branch may not contain, with the reason given to the user.
@@ -66,7 +68,6 @@ def _check_ref_columns(cte, branch, group_defs: dict, sql: str) -> None:
 
 def _head_names(d) -> list[str]:
     if d.column_list is None:
-        from recsql.planner.build import branches_of
 
         return [s.alias_or_name for s in branches_of(d.body)[0][0].selects]
     return [c.name for c in d.column_list]
@@ -190,7 +191,6 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
 
 def _aggregated_columns(branch, group_defs: dict) -> dict[str, tuple[set[str], str]]:
     """alias -> (aggregated column names, CTE name) for the branch's recursive references."""
-    from recsql.parser.dialect import AggregateColumn
 
     result = {}
     for ref in branch.refs:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from recsql.planner.branches import bound_table
 from recsql.planner.model import ALL, DELTA, Branch, CTEPlan, Ref
 
 LEFT, RIGHT = "rq_l", "rq_r"  # aliases of the two references in the doubling rule
@@ -106,7 +107,6 @@ def _alias(select: exp.Select, binding: str) -> str:
 
 def _self_join(a: str, b: str) -> exp.Select:
     """SELECT rq_l.A, rq_r.B FROM {rq_r0} rq_l, {rq_r1} rq_r WHERE rq_l.B = rq_r.A"""
-    from recsql.planner.build import bound_table
 
     def col(name: str, table: str) -> exp.Column:
         return exp.column(name, table=table, quoted=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import oracles
 import pytest
+from conftest import approx_rows, rows
 
 import recsql
-from conftest import approx_rows, rows
-import oracles
 
 EDGE = [(1, 2, 4), (1, 3, 1), (3, 2, 2), (2, 4, 5), (3, 4, 8), (4, 5, 3), (5, 1, 1), (6, 7, 1)]
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
+import oracles
 import pytest
+from conftest import rows
 
 import recsql
-from conftest import rows
-import oracles
 
 EDGE = [(1, 2, 3), (2, 3, 4), (1, 3, 9), (3, 4, 1), (4, 2, 1), (5, 6, 1)]
 SSSP = """WITH recursive path (Dst, min() AS Cost) AS (SELECT {src}, 0)

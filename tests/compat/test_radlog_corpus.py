@@ -6,10 +6,10 @@ import re
 import warnings
 
 import pytest
+from conftest import rows
 from pyspark.sql.types import DoubleType, IntegerType, StructField, StructType
 
 import recsql
-from conftest import rows
 
 TYPES = {"integer": IntegerType(), "int": IntegerType(), "double": DoubleType()}
 CREATE = re.compile(r"^\s*create table (\w+)\s*\(([^)]*)\)\s*;\s*$", re.I | re.M)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import networkx as nx
 import numpy as np
+import oracles
 import pytest
+from conftest import approx_rows, rows
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components, shortest_path
 
 import recsql
-from conftest import approx_rows, rows
-import oracles
 
 CYCLIC = [(1, 2), (2, 3), (3, 1), (3, 4), (4, 5), (5, 6), (6, 4), (7, 8), (2, 9), (9, 10)]
 WEIGHTED = [

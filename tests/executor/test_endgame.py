@@ -9,9 +9,9 @@ from collections import Counter, defaultdict
 import networkx as nx
 import numpy as np
 import pytest
+from conftest import approx_rows, rows
 
 import recsql
-from conftest import approx_rows, rows
 from recsql.errors import RecSQLError
 
 ON = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 1000000}  # the whole tail on the driver

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import oracles
+from conftest import register, rows
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import recsql
-from conftest import register, rows
-import oracles
 
 FEW = settings(max_examples=8, deadline=None, derandomize=True,
                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

@@ -6,11 +6,11 @@ import gzip
 
 import numpy as np
 import pytest
+from conftest import rows
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components, shortest_path
 
 import recsql
-from conftest import rows
 
 
 def load(spark, data_dir, name, view):

@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import rows
 
 import recsql
-from conftest import rows
 from recsql.executor import recovery
 from recsql.executor.fixpoint import GroupRun
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from oracles import count_paths_dag, dijkstra, transitive_closure
 
 import recsql
 from recsql.executor.skew import as_keys, balance, heavy
-from oracles import count_paths_dag, dijkstra, transitive_closure
 
 # Balancing forced on: every key with a row is heavy (then the sketch's top keys are split).
 FORCED = {"spark.recsql.skew.minRows": "1", "spark.recsql.skew.threshold": "0.01"}

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
+from conftest import rows
 
 import recsql
-from conftest import rows
 
 DEPTH = 150
 SHORTCUTS = (10, 60, 120)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import random
 
 import networkx as nx
+import oracles
 import pytest
+from conftest import rows, unique_name
 
 import recsql
-from conftest import rows, unique_name
 from recsql.parser import parse_statement
 from recsql.planner import DictCatalog, plan_query, render_plan
-import oracles
 
 CATALOG = DictCatalog({"edge": ["Src", "Dst", "Cost"]})
 

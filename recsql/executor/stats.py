@@ -1,0 +1,26 @@
+"""What one iteration reports (to `Result.stats`, the CLI's progress line, the server's log).
+A leaf: every path that runs an iteration (the Spark loop, roll-over, the driver endgame)
+builds these, and none of them needs the loop to do so."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class IterationStats:
+    cte: str
+    iteration: int  # 0 is the base (exit) step
+    delta_rows: int
+    total_rows: int
+    seconds: float
+    join_strategy: str  # "broadcast" (the delta is broadcast), "shuffle", or "-" (base step)
+    ran_on: str = "spark"
+    # where `seconds` went: the driver (building the DataFrames: SQL analysis of the branches,
+    # the merge plan; reading the metrics) and the one Spark job (its planning plus execution)
+    driver_seconds: float = 0.0
+    job_seconds: float = 0.0
+    split_keys: int = 0  # heavy join keys split over all partitions (skew.py)
+    balance: float | None = None  # largest task's join output / rows per partition (1.0 even)
+    slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
+    output_rows: int | None = None  # rows of the largest single join output (candidates)

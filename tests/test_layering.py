@@ -1,0 +1,89 @@
+"""The house's arrows point one way: parser -> planner -> executor -> api, and the CLI on the
+public package. Every import counts, including lazy ones inside functions and those under
+TYPE_CHECKING: a circle hidden in a function is still a circle for the reader."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).parents[1] / "recsql"
+
+# Lower ranks never import higher ones; the CLI reaches the engine only through the public
+# `recsql` package (and the parser's statement splitting, which the shell needs).
+RANKS = {"errors": 0, "settings": 0, "parser": 1, "planner": 2, "executor": 3, "api": 4,
+         "__init__": 5, "cli": 6, "server": 6}
+CLI_MAY_IMPORT = {"recsql", "recsql.errors", "recsql.settings", "recsql.parser"}
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+def imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The recsql modules `name` imports, anywhere in the file."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    targets = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            targets |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
+                                + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                targets.add(sub if sub in known else base)
+    return {t for t in targets if t in known and t != name}
+
+
+def graph() -> dict[str, set[str]]:
+    found = modules()
+    return {name: imports(name, path, set(found)) for name, path in found.items()}
+
+
+def room(module: str) -> str:
+    parts = module.split(".")
+    return "__init__" if len(parts) == 1 else parts[1]
+
+
+def test_no_import_circles():
+    edges = graph()
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(edges[module]):
+            if state.get(target) == 1:
+                cycle = stack[stack.index(target):] + [target]
+                pytest.fail("import circle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module)
+
+
+def test_imports_point_down():
+    wrong = []
+    for module, targets in graph().items():
+        for target in targets:
+            if room(module) in ("cli", "server") and room(target) not in ("cli", "server"):
+                if target not in CLI_MAY_IMPORT:
+                    wrong.append(f"{module} -> {target} (not the public API)")
+            elif RANKS[room(target)] > RANKS[room(module)]:
+                wrong.append(f"{module} -> {target} (upward)")
+    assert not wrong, "\n".join(sorted(wrong))
