@@ -369,7 +369,7 @@ def _check_width(cte: CTEPlan, branch: Branch, width: int, sql: str) -> None:
 
 def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType],
            cte: CTEPlan, branch: Branch, sql: str) -> list[DataType]:
-    """Spark's own UNION type widening (rule 3 of DIALECT section 3)."""
+    """Spark's own UNION type widening (rule 3 of docs/dialect.md section 3)."""
     if known is None or known == new:
         return new
     a = spark.createDataFrame([], _struct(known))

@@ -163,9 +163,42 @@ class _Planner:
         return cte
 
     def head(self, d: CTEDef, first_branch: exp.Query) -> tuple[HeadColumn, ...]:
-        if d.column_list is None:
-            return tuple(HeadColumn(name) for name in _output_names(first_branch))
+        if d.column_list is None:  # as Spark: the names of the first (anchor) branch's output
+            return tuple(HeadColumn(name) for name in self.output_names(first_branch))
         return tuple(self.head_column(c) for c in d.column_list)
+
+    def output_names(self, query: exp.Expr) -> list[str]:
+        """The column names a query outputs, `*` expanded over its sources as Spark does
+        (VALUES aliases, earlier CTEs' heads, catalog tables)."""
+        if isinstance(query, exp.Subquery):
+            return self.output_names(query.this)
+        if isinstance(query, exp.Values):
+            return _values_names(query)
+        if not isinstance(query, exp.Select):
+            return _output_names(query)
+        names: list[str] = []
+        for e in query.selects:
+            star_of = _star_source(e)
+            if star_of is None:
+                names.append(e.alias_or_name or e.sql("rasql"))
+                continue
+            expanded = [n for source in _sources(query) if star_of in ("", source.alias_or_name.lower())
+                        for n in self.source_names(source)]
+            names.extend(expanded or ["*"])
+        return names
+
+    def source_names(self, source: exp.Expr) -> list[str]:
+        alias = source.args.get("alias")
+        if isinstance(alias, exp.TableAlias) and alias.columns:
+            return [c.name for c in alias.columns]
+        if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+            key = source.name.lower()
+            if key in self.defs:
+                return [c.name for c in self.head_of(key)]
+            return list(self.catalog.columns(source.sql("rasql").split(" ")[0]) or [])
+        if isinstance(source, (exp.Subquery, exp.Values)):
+            return self.output_names(source.this if isinstance(source, exp.Subquery) else source)
+        return []
 
     def head_column(self, column: exp.Expr) -> HeadColumn:
         if isinstance(column, AggregateColumn):
@@ -194,7 +227,8 @@ class _Planner:
             if cte.summing:
                 branch.contributor = tuple(_output_exprs(body))
             return branch
-        checks.check_recursive_branch(cte, branch, self.group_ctes(members), self.sql)
+        head_names = {k: [c.name for c in self.head_of(k)] for k in members}
+        checks.check_recursive_branch(cte, branch, self.group_ctes(members), self.sql, head_names)
         branch.variants = _variants(len(refs), cte.bag)
         if cte.summing:
             branch.contributor = self.contributor(branch, members)
@@ -211,7 +245,7 @@ class _Planner:
 
     def contributor(self, branch: Branch, members: set[str]) -> tuple[exp.Expr, ...]:
         """A recursive branch's contributor: the group key of each recursive row it reads, plus
-        the join columns of the other tables when it joins two or more (DIALECT section 2)."""
+        the join columns of the other tables when it joins two or more (docs/dialect.md section 2)."""
         parts: list[exp.Expr] = []
         for ref in branch.refs:
             for column in self.head_of(ref.cte):
@@ -314,3 +348,29 @@ def _output_exprs(query: exp.Query) -> list[exp.Expr]:
 
 def _output_names(query: exp.Query) -> list[str]:
     return [e.alias_or_name or e.sql("rasql") for e in query.selects]
+
+
+def _values_names(values: exp.Values) -> list[str]:
+    """`VALUES (...) AS t(a, b)` names its columns; bare VALUES gets Spark's col1, col2, ..."""
+    alias = values.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return [c.name for c in alias.columns]
+    first = values.expressions[0] if values.expressions else None
+    width = len(first.expressions) if isinstance(first, exp.Tuple) else 1
+    return [f"col{i}" for i in range(1, width + 1)]
+
+
+def _star_source(e: exp.Expr) -> str | None:
+    """'' for `*`, the qualifier for `t.*`, None for any other select expression."""
+    if isinstance(e, exp.Star):
+        return ""
+    if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
+        return e.table.lower()
+    return None
+
+
+def _sources(select: exp.Select) -> list[exp.Expr]:
+    """The FROM and JOIN sources of a select, in order."""
+    from_ = select.args.get("from_") or select.args.get("from")
+    sources = [from_.this] if from_ is not None else []
+    return sources + [j.this for j in select.args.get("joins") or []]

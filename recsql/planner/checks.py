@@ -1,4 +1,4 @@
-"""The rules of DIALECT.md section 3, each a small function raising `RecSQLAnalysisError`."""
+"""The rules of docs/dialect.md section 3, each a small function raising `RecSQLAnalysisError`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
-from recsql.planner.branches import branches_of
 from recsql.planner.locate import locate
 
 # Constructs a recursive branch may not contain, with the reason given to the user.
@@ -35,7 +34,9 @@ def check_branch_columns(cte, index: int, body: exp.Query, sql: str) -> None:
         )
 
 
-def check_recursive_branch(cte, branch, group_defs: dict, sql: str) -> None:
+def check_recursive_branch(cte, branch, group_defs: dict, sql: str,
+                           head_names: dict[str, list[str]]) -> None:
+    """`head_names`: each group CTE's column names, as the planner inferred them."""
     _check_forbidden(cte, branch, sql)
     _check_negation(cte, branch, sql)
     if cte.bag and len(branch.refs) > 1:
@@ -46,13 +47,13 @@ def check_recursive_branch(cte, branch, group_defs: dict, sql: str) -> None:
             condition="RECSQL_NONLINEAR_UNION_ALL",
             **locate(branch.select, sql),
         )
-    _check_ref_columns(cte, branch, group_defs, sql)
+    _check_ref_columns(cte, branch, head_names, sql)
     _check_aggregate_keys(cte, branch, group_defs, sql)
 
 
-def _check_ref_columns(cte, branch, group_defs: dict, sql: str) -> None:
+def _check_ref_columns(cte, branch, head_names: dict[str, list[str]], sql: str) -> None:
     """`path.Cst` where `path` is a recursive reference: name the head's columns (rule 4)."""
-    heads = {r.alias.lower(): (r, _head_names(group_defs[r.cte])) for r in branch.refs}
+    heads = {r.alias.lower(): (r, head_names[r.cte]) for r in branch.refs}
     for column in branch.select.find_all(exp.Column):
         table = column.table.lower()
         if table in heads and column.name.lower() not in {n.lower() for n in heads[table][1]}:
@@ -64,13 +65,6 @@ def _check_ref_columns(cte, branch, group_defs: dict, sql: str) -> None:
                 condition="RECSQL_UNKNOWN_COLUMN",
                 **locate(column, sql),
             )
-
-
-def _head_names(d) -> list[str]:
-    if d.column_list is None:
-
-        return [s.alias_or_name for s in branches_of(d.body)[0][0].selects]
-    return [c.name for c in d.column_list]
 
 
 def check_group(step, sql: str) -> None:
@@ -112,7 +106,7 @@ def _check_forbidden(cte, branch, sql: str) -> None:
 
 
 def _check_negation(cte, branch, sql: str) -> None:
-    """Negation over the CTE's own recursive group is not monotone (DIALECT section 3, rule 2)."""
+    """Negation over the CTE's own recursive group is not monotone (docs/dialect.md section 3, rule 2)."""
     bindings = {r.binding for r in branch.refs}
 
     def reads_group(node: exp.Expr) -> bool:
@@ -163,7 +157,7 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
     aggregated = _aggregated_columns(branch, group_defs)
     rule = (
         "an aggregated column is never a join, grouping or partition key inside its own "
-        "recursive group (DIALECT section 3, rule 1): rows are placed by their group key, so "
+        "recursive group (docs/dialect.md section 3, rule 1): rows are placed by their group key, so "
         "join on a group-key column instead"
     )
     for left, right in equi_joins(branch.select):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-# Head aggregate spellings -> canonical function (DIALECT section 2).
+# Head aggregate spellings -> canonical function (docs/dialect.md section 2).
 AGGREGATES = {
     "min": "min", "mmin": "min",
     "max": "max", "mmax": "max",
