@@ -31,14 +31,28 @@ def spark(tmp_path_factory):
         .config("spark.driver.memory", "2g")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(warehouse))
-        # The suite exercises the Spark fixpoint loop; tests/test_endgame.py turns the driver
-        # endgame on per call (it would otherwise finish most of these small fixpoints).
-        .config("spark.recsql.endgame.enabled", "false")
+        # recsql's own settings stay at their defaults: the suite tests what users get (the
+        # driver endgame finishes most of these small fixpoints); tests that exist to exercise
+        # the Spark loop ask for it with the `spark_loop` fixture
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def spark_loop(spark):
+    """Every iteration on Spark (the driver endgame off) for the duration of a test: for tests
+    of the Spark loop's own machinery (roll-over, recovery, skew, the join-side vote, doubling)."""
+    key = "spark.recsql.endgame.enabled"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "false")
+    yield
+    if before is None:
+        spark.conf.unset(key)
+    else:
+        spark.conf.set(key, before)
 
 
 @pytest.fixture(scope="session")

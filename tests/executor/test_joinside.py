@@ -16,6 +16,9 @@ from recsql.executor.joinside import (
     vote,
 )
 
+# This file tests the Spark loop's own machinery: every iteration runs on Spark.
+pytestmark = pytest.mark.usefixtures("spark_loop")
+
 EDGES = [(1, 2, 4), (2, 3, 1), (1, 3, 7), (3, 4, 2), (4, 1, 1), (4, 5, 3), (5, 6, 1), (2, 6, 9)]
 SSSP = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
   UNION (SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src)

@@ -22,6 +22,9 @@ import recsql
 from recsql.executor import recovery
 from recsql.executor.fixpoint import GroupRun
 
+# This file tests the Spark loop's own machinery: every iteration runs on Spark.
+pytestmark = pytest.mark.usefixtures("spark_loop")
+
 LENGTH = 20  # chain 0 -> 1 -> ... -> LENGTH, plus a few 2-step shortcuts
 SHORTCUTS = (3, 11, 16)
 EDGES = [(i, i + 1, 1) for i in range(LENGTH)] + [(i, i + 2, 3) for i in SHORTCUTS]

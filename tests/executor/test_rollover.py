@@ -15,6 +15,9 @@ from conftest import rows
 
 import recsql
 
+# This file tests the Spark loop's own machinery: every iteration runs on Spark.
+pytestmark = pytest.mark.usefixtures("spark_loop")
+
 OFF = {"spark.recsql.rollover.maxRows": 0}
 
 

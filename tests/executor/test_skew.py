@@ -11,6 +11,9 @@ from oracles import count_paths_dag, dijkstra, transitive_closure
 import recsql
 from recsql.executor.skew import as_keys, balance, heavy
 
+# This file tests the Spark loop's own machinery: every iteration runs on Spark.
+pytestmark = pytest.mark.usefixtures("spark_loop")
+
 # Balancing forced on: every key with a row is heavy (then the sketch's top keys are split).
 FORCED = {"spark.recsql.skew.minRows": "1", "spark.recsql.skew.threshold": "0.01"}
 OFF = {"spark.recsql.skew.enabled": "false"}

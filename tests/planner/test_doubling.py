@@ -14,6 +14,9 @@ import recsql
 from recsql.parser import parse_statement
 from recsql.planner import DictCatalog, plan_query, render_plan
 
+# This file tests the Spark loop's own machinery: every iteration runs on Spark.
+pytestmark = pytest.mark.usefixtures("spark_loop")
+
 CATALOG = DictCatalog({"edge": ["Src", "Dst", "Cost"]})
 
 RIGHT_LINEAR = ("WITH recursive tc (A, B) AS (SELECT Src, Dst FROM {t}) UNION "
