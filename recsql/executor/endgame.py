@@ -97,7 +97,7 @@ def applies(run) -> bool:
     if not settings.endgame_enabled:
         return False
     info = _info(run)
-    if info.disabled:
+    if info.disabled or run.spark_limits.active:  # Spark's limits are checked on its loop
         return False
     states = list(run.states.values())
     if any(s.delta_rows > settings.endgame_max_delta_rows for s in states):

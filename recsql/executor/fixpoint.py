@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, failures, joinside, recovery, rollover, skew
+from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.state import (
@@ -60,6 +61,7 @@ class GroupRun:
             for cte in group.ctes
         }
         self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
+        self.spark_limits = SparkLimits.of(ctx.spark, all(c.bag for c in group.ctes))
         self.skew = skew.Balancer(self)
 
     # -- running branches -------------------------------------------------------------
@@ -141,6 +143,7 @@ class GroupRun:
             self.step(0, self.base_candidates)
             iteration = 0
         while any(s.delta_rows for s in self.states.values()):
+            self.check_spark_limits(iteration)
             if endgame.applies(self) and endgame.finish_on_driver(self, iteration):
                 break
             iteration += 1
@@ -153,6 +156,11 @@ class GroupRun:
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
         return {key: state.result() for key, state in self.states.items()}
+
+    def check_spark_limits(self, iteration: int) -> None:
+        for cte in self.group.ctes:
+            state = self.states[cte.key]
+            self.spark_limits.check(cte.name, iteration, state.delta_rows, state.total_rows)
 
     def base_candidates(self, iteration: int = 0) -> dict[str, tuple[DataFrame | None, str]]:
         result = {}

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from pyspark.sql import DataFrame, SparkSession
 
+from recsql.executor.limits import SparkLimits
 from recsql.executor.state import RelationState
 from recsql.executor.stats import IterationStats
 from recsql.planner.model import Branch, CTEPlan, GroupStep
@@ -42,6 +43,7 @@ class Loop(Protocol):
     group: GroupStep
     states: dict[str, RelationState]
     stats: list[IterationStats]
+    spark_limits: SparkLimits
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
                   broadcast_bases: bool = False,

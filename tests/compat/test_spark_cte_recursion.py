@@ -173,3 +173,30 @@ def test_extensions_match_a_python_fixpoint(spark, name):
     with pytest.raises(Exception):  # noqa: B017 - Spark refuses in its own ways (some via Py4J)
         spark.sql(query).collect()
     assert bag(recsql.sql(query, spark=spark)) == Counter(expected)
+
+
+COUNTER = ("WITH RECURSIVE r(level) AS (VALUES (0) UNION ALL SELECT level + 1 FROM r WHERE level < {n}) "
+           "SELECT * FROM r")
+
+
+@pytest.mark.parametrize("key, limit, n, condition", [
+    ("spark.sql.cteRecursionLevelLimit", 10, 9, None),
+    ("spark.sql.cteRecursionLevelLimit", 10, 10, "RECURSION_LEVEL_LIMIT_EXCEEDED"),
+    ("spark.sql.cteRecursionRowLimit", 10, 8, None),
+    ("spark.sql.cteRecursionRowLimit", 10, 9, "RECURSION_ROW_LIMIT_EXCEEDED"),
+])
+@pytest.mark.parametrize("conf", [{}, SPARK_LOOP], ids=["default", "spark_loop"])
+def test_sparks_recursion_limits_when_set(spark, key, limit, n, condition, conf):
+    query = COUNTER.format(n=n)
+    spark.conf.set(key, str(limit))
+    try:
+        if condition is None:
+            assert bag(recsql.sql(query, spark=spark, conf=conf)) == bag(spark.sql(query))
+        else:
+            with pytest.raises(Exception, match=condition):  # noqa: B017 - Spark's own error
+                spark.sql(query).collect()
+            with pytest.raises(RecSQLError) as error:
+                recsql.sql(query, spark=spark, conf=conf).collect()
+            assert error.value.condition == condition and key in str(error.value)
+    finally:
+        spark.conf.unset(key)
