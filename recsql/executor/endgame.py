@@ -97,7 +97,8 @@ def applies(run) -> bool:
     if not settings.endgame_enabled:
         return False
     info = _info(run)
-    if info.disabled or run.spark_limits.active:  # Spark's limits are checked on its loop
+    # Spark's limits and a LIMIT that ends the recursion are checked by the Spark loop
+    if info.disabled or run.spark_limits.active or run.group.row_target is not None:
         return False
     states = list(run.states.values())
     if any(s.delta_rows > settings.endgame_max_delta_rows for s in states):

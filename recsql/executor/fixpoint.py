@@ -143,6 +143,8 @@ class GroupRun:
             self.step(0, self.base_candidates)
             iteration = 0
         while any(s.delta_rows for s in self.states.values()):
+            if self.enough_rows():
+                break
             self.check_spark_limits(iteration)
             if endgame.applies(self) and endgame.finish_on_driver(self, iteration):
                 break
@@ -156,6 +158,11 @@ class GroupRun:
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
         return {key: state.result() for key, state in self.states.items()}
+
+    def enough_rows(self) -> bool:
+        """The final query's LIMIT is met (see planner `_limit_ends_recursion`)."""
+        target = self.group.row_target
+        return target is not None and sum(s.total_rows for s in self.states.values()) >= target
 
     def check_spark_limits(self, iteration: int) -> None:
         for cte in self.group.ctes:

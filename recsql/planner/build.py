@@ -72,6 +72,7 @@ def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
     query.set("with_", None)
     planner = _Planner(sql, catalog, defs, deps)
     steps = [planner.step(component) for component in components]
+    _limit_ends_recursion(query, steps)
     final = planner.bind_ctes(query, set(defs))
     plan = QueryPlan(steps=steps, final=final, sql=sql)
     plan.parameters = {p.name for p in query.find_all(exp.Placeholder) if not p.args.get("widget")}
@@ -81,6 +82,34 @@ def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
                 p.name for p in node.find_all(exp.Placeholder) if not p.args.get("widget")
             }
     return plan
+
+
+def _limit_ends_recursion(final: exp.Expr, steps: list[Step]) -> None:
+    """`SELECT <projection> FROM r LIMIT n [OFFSET m]` over a UNION ALL recursion `r`, with no
+    ORDER BY, filter, grouping or join: Spark pushes the LIMIT into the recursion and stops once
+    n + m rows exist; so does recsql (the recursion may be unbounded)."""
+    if not isinstance(final, exp.Select) or not final.args.get("limit"):
+        return
+    if any(final.args.get(k) for k in ("order", "where", "group", "having", "joins", "distinct",
+                                       "qualify", "windows")):
+        return
+    if final.find(exp.AggFunc, exp.Window, exp.Subquery):
+        return
+    limit = final.args["limit"].expression
+    offset = final.args.get("offset")
+    if not (isinstance(limit, exp.Literal) and limit.is_int):
+        return
+    skip = offset.expression if offset is not None else exp.Literal.number(0)
+    if not (isinstance(skip, exp.Literal) and skip.is_int):
+        return
+    from_ = final.args.get("from_")
+    source = from_.this if from_ is not None else None
+    if not isinstance(source, exp.Table) or not isinstance(source.this, exp.Identifier):
+        return
+    for step in steps:
+        if isinstance(step, GroupStep) and len(step.ctes) == 1 and step.ctes[0].bag \
+                and step.ctes[0].key == source.name.lower():
+            step.row_target = int(limit.this) + int(skip.this)
 
 
 def _step_queries(step: Step) -> list[exp.Expr]:

@@ -134,6 +134,9 @@ class GroupStep:
 
     ctes: list[CTEPlan]
     stratum: int
+    # UNION ALL recursion read by `SELECT ... FROM cte LIMIT n` (no ORDER BY): as in Spark, the
+    # recursion may stop once this many rows exist
+    row_target: int | None = None
 
     @property
     def names(self) -> list[str]:

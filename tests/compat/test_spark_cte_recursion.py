@@ -75,8 +75,6 @@ ANSWERED = {
 # What recsql does not yet answer although Spark does (issue 12): kept visible, and strict, so the
 # day one starts passing the marker must go.
 NOT_YET = {
-    "limit": "LIMIT does not yet end an unbounded UNION ALL recursion",
-    "limit_projected": "LIMIT does not yet end an unbounded UNION ALL recursion",
     "with_in_term": "a WITH inside the recursive term is not yet resolved by the planner",
     "nested_recursion": "a recursive CTE nested in a recursive CTE's anchor is not yet planned",
     "name_collision": "a recursive CTE nested in a recursive CTE's anchor is not yet planned",

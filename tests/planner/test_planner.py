@@ -292,3 +292,34 @@ def test_errors_render_caret_under_the_position():
     lines = text.splitlines()
     caret = lines[lines.index("       FROM path, edgez WHERE path.Dst = edge.Src)") + 1]
     assert caret.startswith("-" * err.pos + "^")
+
+
+COUNTER = "WITH RECURSIVE r(level) AS (VALUES (0) UNION {kind} SELECT level + 1 FROM r) "
+
+
+@pytest.mark.parametrize("final, kind, target", [
+    ("SELECT * FROM r LIMIT 10", "ALL", 10),
+    ("SELECT level, level FROM r LIMIT 10 OFFSET 5", "ALL", 15),
+    ("SELECT * FROM r ORDER BY level LIMIT 10", "ALL", None),   # needs every row first
+    ("SELECT * FROM r WHERE level > 3 LIMIT 10", "ALL", None),  # Spark does not push it either
+    ("SELECT count(*) FROM r LIMIT 10", "ALL", None),
+    ("SELECT * FROM r LIMIT 10", "", None),                     # UNION: the fixpoint decides
+])
+def test_limit_ends_union_all_recursion_only_where_spark_pushes_it(final, kind, target):
+    groups = [s for s in plan(COUNTER.format(kind=kind) + final).steps if isinstance(s, GroupStep)]
+    assert [g.row_target for g in groups] == [target]
+
+
+@pytest.mark.parametrize("query, names", [
+    ("WITH RECURSIVE f AS (VALUES (0, 1) AS t(a, b) UNION ALL SELECT b, a + b FROM f WHERE a < 9) "
+     "SELECT * FROM f", ["a", "b"]),
+    ("WITH RECURSIVE f AS (VALUES (0, 1) UNION ALL SELECT col2, col1 + col2 FROM f WHERE col1 < 9) "
+     "SELECT * FROM f", ["col1", "col2"]),
+    ("WITH RECURSIVE s AS (SELECT 1 AS n), r AS (SELECT * FROM s UNION ALL SELECT n + 1 FROM r "
+     "WHERE n < 5) SELECT * FROM r", ["n"]),
+    ("WITH RECURSIVE r AS (SELECT e.* FROM edge e WHERE e.Src = 1 UNION ALL SELECT edge.Src, edge.Dst, "
+     "edge.Cost FROM r JOIN edge ON r.Dst = edge.Src) SELECT * FROM r", ["Src", "Dst", "Cost"]),
+])
+def test_head_names_come_from_the_anchor_as_in_spark(query, names):
+    groups = [s for s in plan(query).steps if isinstance(s, GroupStep)]
+    assert [c.name for c in groups[-1].ctes[0].head] == names
