@@ -31,6 +31,7 @@ from recsql.planner.model import (
     ViewStep,
 )
 from recsql.planner.scc import strongly_connected
+from recsql.planner.scoping import hoist_nested_withs
 
 NOT_PREMAPPABLE = (
     "it is not pre-mappable: its value over a union is not a function of its values over the "
@@ -58,6 +59,7 @@ class CTEDef:
 
 def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
     """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is."""
+    query = hoist_nested_withs(query)
     with_ = query.args.get("with_")
     if not isinstance(with_, exp.With):
         return None
