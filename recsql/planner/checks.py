@@ -39,14 +39,6 @@ def check_recursive_branch(cte, branch, group_defs: dict, sql: str,
     """`head_names`: each group CTE's column names, as the planner inferred them."""
     _check_forbidden(cte, branch, sql)
     _check_negation(cte, branch, sql)
-    if cte.bag and len(branch.refs) > 1:
-        raise RecSQLAnalysisError(
-            f"Branch {branch.index} of CTE `{cte.name}` reads its recursive group "
-            f"{len(branch.refs)} times; with UNION ALL a branch may read it only once "
-            "(use UNION for non-linear recursion)",
-            condition="RECSQL_NONLINEAR_UNION_ALL",
-            **locate(branch.select, sql),
-        )
     _check_ref_columns(cte, branch, head_names, sql)
     _check_aggregate_keys(cte, branch, group_defs, sql)
 
