@@ -158,8 +158,11 @@ def _answered_cases():
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("query, conf", list(_answered_cases()))
 def test_same_answer_as_spark(spark, query, conf):
-    expected = bag(spark.sql(query))
-    assert bag(recsql.sql(query, spark=spark, conf={"spark.recsql.maxIterations": 60, **conf})) == expected
+    expected = spark.sql(query)
+    actual = recsql.sql(query, spark=spark, conf={"spark.recsql.maxIterations": 60, **conf})
+    assert bag(actual) == bag(expected)
+    assert [(f.name, f.dataType) for f in actual.schema.fields] == \
+        [(f.name, f.dataType) for f in expected.schema.fields]
 
 
 @pytest.mark.parametrize("query", list(REFUSED_BY_SPARK.values()), ids=list(REFUSED_BY_SPARK))
