@@ -37,19 +37,19 @@ class SparkLimits:
         if not delta_rows:
             return
         if self.levels is not None and iteration >= self.levels:
-            raise RecSQLExecutionError(
-                f"Recursion level limit {self.levels} reached but CTE `{cte}` has not exhausted: "
-                f"iteration {iteration} still yielded {delta_rows} row(s). Raise it "
-                f"(SET {LEVEL_KEY} = {self.levels * 10}) if the recursion terminates",
-                condition="RECURSION_LEVEL_LIMIT_EXCEEDED",
-            )
+            raise _exceeded("level", self.levels, LEVEL_KEY, cte,
+                            f"iteration {iteration} still yielded {delta_rows} row(s)")
         if self.rows is not None and total_rows >= self.rows:
-            raise RecSQLExecutionError(
-                f"Recursion row limit {self.rows} reached but CTE `{cte}` has not exhausted: "
-                f"{total_rows} row(s) after iteration {iteration}. Raise it "
-                f"(SET {ROW_KEY} = {self.rows * 10}) if the recursion terminates",
-                condition="RECURSION_ROW_LIMIT_EXCEEDED",
-            )
+            raise _exceeded("row", self.rows, ROW_KEY, cte,
+                            f"{total_rows} row(s) after iteration {iteration}")
+
+
+def _exceeded(kind: str, limit: int, key: str, cte: str, state: str) -> RecSQLExecutionError:
+    return RecSQLExecutionError(
+        f"Recursion {kind} limit {limit} reached but CTE `{cte}` has not exhausted: {state}. "
+        f"Raise it (SET {key} = {limit * 10}) if the recursion terminates",
+        condition=f"RECURSION_{kind.upper()}_LIMIT_EXCEEDED",
+    )
 
 
 def _int(value: str | None) -> int | None:
