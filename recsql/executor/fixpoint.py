@@ -61,7 +61,7 @@ class GroupRun:
             for cte in group.ctes
         }
         self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
-        self.spark_limits = SparkLimits.of(ctx.spark, all(c.bag for c in group.ctes))
+        self.spark_limits = SparkLimits.of(ctx.spark, group)
         self.skew = skew.Balancer(self)
 
     # -- running branches -------------------------------------------------------------

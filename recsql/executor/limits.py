@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from recsql.errors import RecSQLExecutionError
+from recsql.planner.model import GroupStep
 
 LEVEL_KEY = "spark.sql.cteRecursionLevelLimit"
 ROW_KEY = "spark.sql.cteRecursionRowLimit"
@@ -21,13 +22,17 @@ ROW_KEY = "spark.sql.cteRecursionRowLimit"
 class SparkLimits:
     levels: int | None = None
     rows: int | None = None
+    written: bool = False  # the level limit is the query's own MAX RECURSION LEVEL clause
 
     @classmethod
-    def of(cls, spark, bag: bool) -> SparkLimits:
-        """The limits the user set in this session, for a UNION ALL (bag) recursion."""
-        if not bag:
+    def of(cls, spark, group: GroupStep) -> SparkLimits:
+        """The limits for a UNION ALL (bag) group: a CTE's own `MAX RECURSION LEVEL n`, else the
+        session's settings if the user set them."""
+        if not all(c.bag for c in group.ctes):
             return cls()
-        return cls(_int(spark.conf.get(LEVEL_KEY, None)), _int(spark.conf.get(ROW_KEY, None)))
+        own = [c.level_limit for c in group.ctes if c.level_limit is not None]
+        return cls(min(own) if own else _int(spark.conf.get(LEVEL_KEY, None)),
+                   _int(spark.conf.get(ROW_KEY, None)), bool(own))
 
     @property
     def active(self) -> bool:
@@ -37,17 +42,19 @@ class SparkLimits:
         if not delta_rows:
             return
         if self.levels is not None and iteration >= self.levels:
-            raise _exceeded("level", self.levels, LEVEL_KEY, cte,
+            fix = (f"write MAX RECURSION LEVEL {self.levels * 10}" if self.written
+                   else f"SET {LEVEL_KEY} = {self.levels * 10}")
+            raise _exceeded("level", self.levels, fix, cte,
                             f"iteration {iteration} still yielded {delta_rows} row(s)")
         if self.rows is not None and total_rows >= self.rows:
-            raise _exceeded("row", self.rows, ROW_KEY, cte,
+            raise _exceeded("row", self.rows, f"SET {ROW_KEY} = {self.rows * 10}", cte,
                             f"{total_rows} row(s) after iteration {iteration}")
 
 
-def _exceeded(kind: str, limit: int, key: str, cte: str, state: str) -> RecSQLExecutionError:
+def _exceeded(kind: str, limit: int, fix: str, cte: str, state: str) -> RecSQLExecutionError:
     return RecSQLExecutionError(
         f"Recursion {kind} limit {limit} reached but CTE `{cte}` has not exhausted: {state}. "
-        f"Raise it (SET {key} = {limit * 10}) if the recursion terminates",
+        f"Raise it ({fix}) if the recursion terminates",
         condition=f"RECURSION_{kind.upper()}_LIMIT_EXCEEDED",
     )
 

@@ -60,12 +60,37 @@ class RaSQLParser(SparkParser):
         return super()._parse_primary()
 
     def _parse_cte(self) -> exp.CTE | exp.FunctionSpecification | None:
+        level = self._take_max_recursion_level()
         cte = super()._parse_cte()
+        if isinstance(cte, exp.CTE) and level is not None:
+            cte.meta["max_recursion_level"] = level
         if isinstance(cte, exp.CTE) and self._curr and self._curr.token_type in self.SET_OPERATIONS:
             # RaSQL form: `(base) UNION (recursive)` continues after the first parenthesis.
             cte.set("this", self._parse_set_operations(cte.this))
             cte.meta["rasql_form"] = True
         return cte
+
+    def _take_max_recursion_level(self) -> int | None:
+        """Spark's `name [(columns)] MAX RECURSION LEVEL n AS (...)`: the clause's tokens are taken
+        out of the stream (sqlglot's CTE parser does not know it) and n returned."""
+        i = self._index + 1  # past the name
+        tokens = self._tokens
+        if i < len(tokens) and tokens[i].token_type == TokenType.L_PAREN:
+            depth = 0
+            for j in range(i, len(tokens)):
+                depth += {TokenType.L_PAREN: 1, TokenType.R_PAREN: -1}.get(tokens[j].token_type, 0)
+                if depth == 0:
+                    i = j + 1
+                    break
+        words = [t.text.upper() for t in tokens[i:i + 3]]
+        if words != ["MAX", "RECURSION", "LEVEL"] or i + 3 >= len(tokens) \
+                or tokens[i + 3].token_type != TokenType.NUMBER:
+            return None
+        level = int(tokens[i + 3].text)
+        del tokens[i:i + 4]
+        self._tokens_size = len(tokens)
+        self._advance(0)  # refresh the lookahead after the change
+        return level
 
     def _parse_function_parameter(self) -> exp.Expr | None:
         return self._parse_aggregate_column() or super()._parse_function_parameter()

@@ -180,7 +180,8 @@ class _Planner:
         bodies, alls = branches_of(d.body.copy())
         bag = bool(alls) and all(alls)
         head = self.head(d, bodies[0])
-        cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag)
+        cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag,
+                      level_limit=d.node.meta.get("max_recursion_level"))
         if bag and cte.aggregates:
             raise RecSQLAnalysisError(
                 f"CTE `{d.name}` has head aggregates but its branches are joined by UNION ALL; "

@@ -79,6 +79,7 @@ class CTEPlan:
     bag: bool = False  # UNION ALL: no deduplication, no aggregates
     # a linear transitive closure's non-linear twin (planner/doubling.py), None otherwise
     doubling: Branch | None = None
+    level_limit: int | None = None  # Spark's `MAX RECURSION LEVEL n` written on this CTE
 
     @property
     def key(self) -> str:

@@ -55,6 +55,8 @@ ANSWERED = {
     "self_join_growing": "WITH RECURSIVE r(level, data) AS (VALUES (0, 'A'), (0, 'A'), (0, 'B') UNION ALL "
                          "SELECT r1.level + 1, r2.data FROM r AS r1 JOIN r AS r2 ON r2.data = r1.data "
                          "WHERE r1.level < 3) SELECT * FROM r",
+    "max_recursion_level": "WITH RECURSIVE r(level) MAX RECURSION LEVEL 200 AS (VALUES (0) UNION ALL "
+                           "SELECT level + 1 FROM r WHERE level < 50) SELECT count(*) FROM r",
     "limit": "WITH RECURSIVE r(level) AS (VALUES (0) UNION ALL SELECT level + 1 FROM r) SELECT * FROM r LIMIT 10",
     "limit_projected": "WITH RECURSIVE r(level) AS (VALUES (0) UNION ALL SELECT level + 1 FROM r) "
                        "SELECT level, level FROM r LIMIT 10",
@@ -96,6 +98,8 @@ REFUSED_BY_SPARK = {
     "aggregate_term": "WITH RECURSIVE r(id, data) AS (VALUES (0, 1L) UNION ALL SELECT 1, SUM(data) FROM r "
                       "WHERE data < 10 GROUP BY id) SELECT * FROM r",
     "no_anchor": "WITH RECURSIVE r(level) AS (SELECT level + 1 FROM r WHERE level < 3) SELECT * FROM r",
+    "max_recursion_level_reached": "WITH RECURSIVE r(level) MAX RECURSION LEVEL 5 AS (VALUES (0) UNION ALL "
+                                   "SELECT level + 1 FROM r WHERE level < 150) SELECT count(*) FROM r",
     "order_limit_unbounded": "WITH RECURSIVE r(level) AS (VALUES (0) UNION ALL SELECT level + 1 FROM r) "
                              "SELECT level, level FROM r ORDER BY level LIMIT 10",
 }

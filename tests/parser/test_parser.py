@@ -106,3 +106,12 @@ def test_aggregate_column_outside_cte_head_is_a_parse_error():
     with pytest.raises(RecSQLParseError) as info:
         parse_statement(q)
     assert "only allowed" in info.value.message
+
+
+def test_sparks_max_recursion_level_clause_is_read_per_cte():
+    from sqlglot import exp
+
+    q = ("WITH RECURSIVE r(level) MAX RECURSION LEVEL 200 AS (VALUES (0) UNION ALL SELECT level + 1 "
+         "FROM r WHERE level < 5), s MAX RECURSION LEVEL 7 AS (SELECT 1 AS a) SELECT * FROM r, s")
+    ctes = list(parse_statement(q).expression.find_all(exp.CTE))
+    assert [(c.alias, c.meta.get("max_recursion_level")) for c in ctes] == [("r", 200), ("s", 7)]
