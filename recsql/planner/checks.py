@@ -39,6 +39,7 @@ def check_recursive_branch(cte, branch, group_defs: dict, sql: str,
     """`head_names`: each group CTE's column names, as the planner inferred them."""
     _check_forbidden(cte, branch, sql)
     _check_negation(cte, branch, sql)
+    _check_subquery_refs(cte, branch, sql)
     _check_ref_columns(cte, branch, head_names, sql)
     _check_aggregate_keys(cte, branch, group_defs, sql)
 
@@ -95,6 +96,24 @@ def _check_forbidden(cte, branch, sql: str) -> None:
                 condition="RECSQL_FORBIDDEN_IN_RECURSION",
                 **locate(node, sql),
             )
+
+
+def _check_subquery_refs(cte, branch, sql: str) -> None:
+    """The recursive group read inside a scalar, IN or EXISTS subquery (`WHERE (SELECT SUM(x)
+    FROM r) < 10`) would aggregate or test a relation still being built: refused, as Spark does.
+    A derived table in FROM (`FROM (SELECT * FROM r) AS s`) is an ordinary reference."""
+    bindings = {r.binding for r in branch.refs}
+    for sub in branch.select.find_all(exp.Subquery, exp.Exists):
+        if isinstance(sub.parent, (exp.From, exp.Join)):
+            continue
+        for table in sub.find_all(exp.Table):
+            if isinstance(table.this, exp.Placeholder) and table.this.name in bindings:
+                raise RecSQLAnalysisError(
+                    f"Recursive branch {branch.index} of CTE `{cte.name}` reads its own recursive "
+                    "group inside a subquery; read it in the FROM clause (join it) instead",
+                    condition="RECSQL_RECURSIVE_REFERENCE_IN_SUBQUERY",
+                    **locate(sub, sql),
+                )
 
 
 def _check_negation(cte, branch, sql: str) -> None:
