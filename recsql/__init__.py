@@ -17,11 +17,12 @@ from recsql.errors import (
 from recsql.executor.run import Result
 from recsql.executor.session import session
 from recsql.executor.stats import IterationStats
+from recsql.server import serve
 
 __version__ = "0.1.0"
 
 __all__ = [
     "IterationStats", "RecSQLAnalysisError", "RecSQLEnvironmentError", "RecSQLError",
     "RecSQLExecutionError", "RecSQLParseError", "Result", "explain", "run", "script", "session",
-    "sql", "__version__",
+    "serve", "sql", "__version__",
 ]
