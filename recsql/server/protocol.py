@@ -129,6 +129,11 @@ class Handler(TCLIService.Iface):
         if operation.state == ERROR:
             error = operation.state_error()
             resp.sqlState, resp.errorCode, resp.errorMessage = error.sqlstate, 0, str(error)
+        if req.getProgressUpdate:  # no job table to show (beeline's in-place progress)
+            resp.progressUpdateResponse = ttypes.TProgressUpdateResp(
+                headerNames=[], rows=[], progressedPercentage=1.0 if operation.done.is_set() else 0.0,
+                status=ttypes.TJobExecutionStatus.NOT_AVAILABLE, footerSummary="",
+                startTime=int(operation.started * 1000))
         return resp
 
     @answers(ttypes.TCancelOperationResp)

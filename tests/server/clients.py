@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import re
 
 # A small weighted digraph with a cycle, shared by every client session as the view `edge`
 random.seed(11)
@@ -45,3 +46,39 @@ def cursor(server, **kwargs):
             yield cur
     finally:
         connection.close()
+
+
+def beeline(url: str, script: str, *args: str, timeout: float = 180) -> str:
+    """Run `script` with the Hive JDBC client pyspark ships (bin/beeline); its stdout."""
+    import os
+    import subprocess
+    import tempfile
+
+    import pyspark
+
+    binary = os.path.join(os.path.dirname(pyspark.__file__), "bin", "beeline")
+    with tempfile.NamedTemporaryFile("w", suffix=".sql", delete=False) as stream:
+        stream.write(script)
+    try:
+        done = subprocess.run(
+            [binary, "-u", url, "-n", "analyst", "-p", "secret", "--outputformat=csv2",
+             "--silent=true", "--showHeader=true", *args, "-f", stream.name],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    finally:
+        os.unlink(stream.name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def csv_rows(text: str, header: str) -> list[tuple]:
+    """The rows after `header` in beeline's csv2 output, up to the next blank line or header.
+    (With --silent=true beeline 2.3 writes its empty in-place progress as `null` in front of a
+    line; that noise is dropped.)"""
+    lines = [re.sub(r"^(null\s*)+", "", line.strip()) for line in text.splitlines()]
+    start = next(i for i, line in enumerate(lines) if line == header) + 1
+    rows = []
+    for line in lines[start:]:
+        if not line or not line[0].isdigit():
+            break
+        rows.append(tuple(int(v) for v in line.split(",")))
+    return sorted(rows)

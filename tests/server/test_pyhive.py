@@ -11,3 +11,9 @@ def test_recursive_query_without_sasl(server):
         assert [d[0] for d in cur.description] == ["Dst", "Cost"]
         assert [d[1] for d in cur.description] == ["INT_TYPE", "INT_TYPE"]
         assert sorted(cur.fetchall()) == sssp_oracle()
+
+
+def test_recursive_query_over_sasl_plain(server):
+    with cursor(server, auth="NONE") as cur:  # PyHive's NONE is SASL PLAIN, any password
+        cur.execute(SSSP)
+        assert sorted(cur.fetchall()) == sssp_oracle()
