@@ -76,9 +76,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "joinStrategy": ("join_strategy", "auto", _join_strategy,
                      "auto (vote of the partitions) or force broadcast-delta, broadcast-base, shuffle"),
     "endgame.enabled": ("endgame_enabled", True, _bool,
-                        "finish a fixpoint's long tail on the driver once it is small"),
-    "endgame.maxDeltaRows": ("endgame_max_delta_rows", 10000, int,
-                             "the delta must be at most this many rows to finish on the driver"),
+                        "run a fixpoint on the driver (DuckDB) when its data fit there"),
+    "endgame.maxDeltaRows": ("endgame_max_delta_rows", 2_000_000, int,
+                             "the delta must be at most this many rows to run on the driver"),
     "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
                               "state plus base rows the driver may hold to finish the fixpoint"),
     "doubling.afterIterations": ("doubling_after_iterations", 8, _non_negative_int,
@@ -113,7 +113,7 @@ class Settings:
     partitions: int = 0
     join_strategy: str = "auto"
     endgame_enabled: bool = True
-    endgame_max_delta_rows: int = 10000
+    endgame_max_delta_rows: int = 2_000_000
     endgame_max_driver_rows: int = 2_000_000
     doubling_after_iterations: int = 8
     skew_enabled: bool = True

@@ -46,6 +46,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
 from recsql.executor.driver_sql import Untranslatable, check_forms, check_types, strict_casts
+from recsql.executor.loop import Loop
 from recsql.executor.state import (
     CONTRIB,
     BagState,
@@ -72,7 +73,7 @@ class OverBudget(Exception):
 
 @dataclass
 class _RunInfo:
-    """What the endgame remembers about one GroupRun (kept on the run object)."""
+    """What the endgame remembers about one GroupRun."""
 
     disabled: bool = False
     attempts: int = 0
@@ -82,21 +83,27 @@ class _RunInfo:
     arrow: dict[str, Any] = field(default_factory=dict)  # DuckDB name -> pulled Arrow table
 
 
-def _info(run) -> _RunInfo:
-    info = getattr(run, "_endgame", None)
-    if info is None:
-        info = run._endgame = _RunInfo()
-    return info
+class Driver:
+    """The runner that takes the rest of a fixpoint to the driver (see `fixpoint.RUNNERS`)."""
+
+    def __init__(self, run: Loop) -> None:
+        self.loop = run
+        self.info = _RunInfo()
+
+    def run(self, iteration: int) -> int | None:
+        """Finish the fixpoint on the driver; its last iteration, or None (run untouched)."""
+        if not applies(self.loop, self.info) or not finish_on_driver(self.loop, self.info, iteration):
+            return None
+        return _last_iteration(self.loop)
 
 
 # -- deciding -------------------------------------------------------------------------------
 
 
-def applies(run) -> bool:
+def applies(run: Loop, info: _RunInfo) -> bool:
     settings = run.ctx.settings
     if not settings.endgame_enabled:
         return False
-    info = _info(run)
     # Spark's limits and a LIMIT that ends the recursion are checked by the Spark loop
     if info.disabled or run.spark_limits.active or run.group.row_target is not None:
         return False
@@ -200,8 +207,11 @@ def _branch_relations(run, branch: Branch, select: exp.Expr | None = None):
 def _relation_df(run, branch: Branch, key: tuple) -> DataFrame:
     kind = key[0]
     if kind == "base":
+        # The driver needs the rows, not Spark's placement: pre-partitioning a base table the
+        # Spark loop never joined would cost a shuffle and a checkpoint for nothing.
         base = next(b for b in branch.bases if (b.table.lower(), tuple(c.lower() for c in b.columns)) == key[1:])
-        return run.base(run.group.ctes[0], base.table, base.columns)
+        partitioned = run.ctx.bases.get(key[1:])
+        return partitioned if partitioned is not None else run.ctx.spark.table(base.table)
     if kind == "env":
         return run.ctx.env[key[1]]
     return run.ctx.spark.table(key[1])
@@ -210,11 +220,10 @@ def _relation_df(run, branch: Branch, key: tuple) -> DataFrame:
 # -- finishing ------------------------------------------------------------------------------
 
 
-def finish_on_driver(run, iteration: int) -> bool:
+def finish_on_driver(run: Loop, info: _RunInfo, iteration: int) -> bool:
     """Run the rest of the fixpoint on the driver; False (run unchanged) if it cannot."""
     import duckdb  # only here: `import recsql` stays light
 
-    info = _info(run)
     info.attempts += 1
     driver = None
     try:

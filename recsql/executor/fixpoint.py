@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, failures, joinside, recovery, rollover, skew
 from recsql.executor.limits import SparkLimits
-from recsql.executor.loop import Context
+from recsql.executor.loop import Context, Runner
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.state import (
     CONTRIB,
@@ -63,6 +63,11 @@ class GroupRun:
         self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
         self.spark_limits = SparkLimits.of(ctx.spark, group)
         self.skew = skew.Balancer(self)
+        self.rollover = rollover.Slices(self)
+        # The ways to run the next iteration(s), asked in this order; the first that does not
+        # decline runs them: the rest of the fixpoint on the driver, the next iteration in
+        # slices, the next iteration whole on Spark (never declines).
+        self.runners: tuple[Runner, ...] = (endgame.Driver(self), self.rollover, Whole(self))
 
     # -- running branches -------------------------------------------------------------
 
@@ -138,26 +143,27 @@ class GroupRun:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self) -> dict[str, DataFrame]:
-        iteration = self.checkpoints.resume()  # resume=True: the latest matching checkpoint
+        """Resume from the latest checkpoint or run the base step; then, while a delta is live,
+        let the first runner that takes them run the next iteration(s), checkpoint, and recover
+        from blocks lost with an executor."""
+        iteration = self.checkpoints.resume()
         if iteration is None:
             self.step(0, self.base_candidates)
             iteration = 0
-        while any(s.delta_rows for s in self.states.values()):
-            if self.enough_rows():
-                break
+        while self.live() and not self.enough_rows():
             self.check_spark_limits(iteration)
-            if endgame.applies(self) and endgame.finish_on_driver(self, iteration):
-                break
-            iteration += 1
-            if iteration > self.ctx.settings.max_iterations:
-                self.fail_iteration_limit(iteration - 1)
+            if iteration >= self.ctx.settings.max_iterations:
+                self.fail_iteration_limit(iteration)
             try:
-                if not rollover.step(self, iteration):  # in slices, if the output would explode
-                    self.step(iteration, self.recursive_candidates)
+                iteration = next(done for runner in self.runners
+                                 if (done := runner.run(iteration)) is not None)
                 self.checkpoints.after_step(iteration)  # its write can lose blocks too
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
         return {key: state.result() for key, state in self.states.items()}
+
+    def live(self) -> bool:
+        return any(s.delta_rows for s in self.states.values())
 
     def enough_rows(self) -> bool:
         """The final query's LIMIT is met (see planner `_limit_ends_recursion`)."""
@@ -256,11 +262,11 @@ class GroupRun:
                 state.no_change()
             else:
                 describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
-                merged = state.merge(rollover.watch(self, cte, self.skew.watch(cte, df, iteration)))
+                merged = state.merge(self.rollover.watch(cte, self.skew.watch(cte, df, iteration)))
                 observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
                 merged = with_partition(merged).observe(
                     observation, *state.metrics, *self.skew.metrics(cte, state),
-                    *rollover.metrics(self, cte)).drop(PARTITION)
+                    *self.rollover.metrics(cte)).drop(PARTITION)
                 job_started = time.perf_counter()
                 checkpointed = self.materialize(cte, merged, iteration)
                 job_seconds = time.perf_counter() - job_started
@@ -271,19 +277,19 @@ class GroupRun:
                     # Spark Connect does not report observations of a checkpoint: count the
                     # checkpointed (in-memory) rows instead.
                     metrics = with_partition(checkpointed).agg(
-                        *state.metrics, *rollover.metrics(self, cte)).first().asDict()
+                        *state.metrics, *self.rollover.metrics(cte)).first().asDict()
                 state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
                 state.delta_partition_rows = [
                     metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
                 ]
-                rollover.record(self, cte, metrics)
+                self.rollover.record(cte, metrics)
             split_keys, balance = self.skew.stats(cte, reported)
             seconds = time.perf_counter() - started
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
-                split_keys=split_keys, balance=balance, output_rows=rollover.output_rows(self, cte),
+                split_keys=split_keys, balance=balance, output_rows=self.rollover.output_rows(cte),
             )
             started = time.perf_counter()
             self.stats.append(stats)
@@ -317,6 +323,17 @@ class GroupRun:
             "cycle may never terminate",
             condition="RECSQL_MAX_ITERATIONS",
         )
+
+
+class Whole:
+    """The runner of last resort: the next iteration in one piece on Spark."""
+
+    def __init__(self, run: GroupRun) -> None:
+        self.loop = run
+
+    def run(self, iteration: int) -> int:
+        self.loop.step(iteration + 1, self.loop.recursive_candidates)
+        return iteration + 1
 
 
 # How the delta is hinted for each strategy (a broadcast base is hinted in branch_df).
@@ -354,7 +371,9 @@ def infer_schemas(run: GroupRun, group: GroupStep) -> dict[str, StructType]:
                     r.binding: run.ctx.spark.createDataFrame([], _schema(group, r.cte, types[r.cte]))
                     for r in branch.refs
                 }
-                df = run.branch_df(cte, branch, refs)
+                # the tables as they are: typing needs no pre-partitioned (checkpointed) base
+                tables = {b.binding: run.ctx.spark.table(b.table) for b in branch.bases}
+                df = run.branch_df(cte, branch, refs, bases=tables)
                 widened = _widen(run.ctx.spark, types[cte.key],
                                  _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
                 if widened != types[cte.key]:

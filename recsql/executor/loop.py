@@ -60,3 +60,13 @@ class Loop(Protocol):
     def materialize(self, cte: CTEPlan, merged: DataFrame, iteration: int) -> DataFrame: ...
 
     def fail_iteration_limit(self, iteration: int) -> None: ...
+
+
+class Runner(Protocol):
+    """One way to run a fixpoint's next iteration(s); `fixpoint.GroupRun.runners` lists them in
+    the order they are asked."""
+
+    def run(self, iteration: int) -> int | None:
+        """Run the iteration(s) after `iteration` and return the last one completed, or decline
+        with None and leave the loop untouched."""
+        ...

@@ -115,35 +115,51 @@ class RunInfo:
     count_rows: Column | None = None
 
 
-def info(run: Loop) -> RunInfo:
-    found = run.__dict__.get("_rollover")
-    if found is None:
-        found = run.__dict__["_rollover"] = RunInfo(run.ctx.settings.rollover_max_rows)
+class Slices:
+    """The runner that cuts an iteration whose join output would explode into slices (see
+    `fixpoint.RUNNERS`), and the hooks by which it watches the iterations run whole."""
+
+    def __init__(self, run: Loop) -> None:
+        self.loop = run
+        self.info = RunInfo(run.ctx.settings.rollover_max_rows)
         for cte in run.group.ctes:
             for branch in cte.recursive_branches:
                 for k, variant in enumerate(branch.variants):
-                    found.probes[(cte.key, branch.index, k)] = _probe(run, branch, variant)
-    return found
+                    self.info.probes[(cte.key, branch.index, k)] = _probe(run, branch, variant)
+
+    def run(self, iteration: int) -> int | None:
+        """Run the next iteration in slices; None when it needs none (the run is untouched)."""
+        return iteration + 1 if step(self.loop, self.info, iteration + 1) else None
+
+    def watch(self, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
+        return watch(self.loop, self.info, cte, candidates)
+
+    def metrics(self, cte: CTEPlan) -> list[Column]:
+        return metrics(self.loop, self.info, cte)
+
+    def record(self, cte: CTEPlan, observed: dict) -> None:
+        record(self.loop, self.info, cte, observed)
+
+    def output_rows(self, cte: CTEPlan) -> int | None:
+        return output_rows(self.loop, self.info, cte)
 
 
 # -- hooks of GroupRun.step (the one-piece iteration) ----------------------------------------
 
 
-def watch(run: Loop, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
+def watch(run: Loop, ro: RunInfo, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
     """Count the candidates (the join output) in the iteration's action."""
     observation = Observation(f"recsql_output_{cte.key}_{next(_names)}_{id(run)}")
-    info(run).outputs[cte.key] = observation
-    ro = info(run)
+    ro.outputs[cte.key] = observation
     if ro.count_rows is None:  # built once: every Column node costs a Py4J round trip
         ro.count_rows = F.count(F.lit(1)).alias("rows")
     return candidates.observe(observation, ro.count_rows)
 
 
-def metrics(run: Loop, cte: CTEPlan, flag: Column | None = None) -> list[Column]:
+def metrics(run: Loop, ro: RunInfo, cte: CTEPlan, flag: Column | None = None) -> list[Column]:
     """The delta-side estimates that ride on the merge of `cte`'s state: for each rule reading
     its delta against a base whose degrees are known, the sum of the degrees over the rows
     `flag` marks (default: the state's next delta)."""
-    ro = info(run)
     probes = [p for p in ro.probes.values() if p.state == cte.key and p.base in ro.degrees]
     if not probes:
         return []
@@ -156,18 +172,17 @@ def metrics(run: Loop, cte: CTEPlan, flag: Column | None = None) -> list[Column]
     return list(found.values())
 
 
-def record(run: Loop, cte: CTEPlan, observed: dict) -> None:
+def record(run: Loop, ro: RunInfo, cte: CTEPlan, observed: dict) -> None:
     """Keep the estimates just observed, valid for the state's new delta."""
-    ro = info(run)
     state = run.states[cte.key]
     for name, value in observed.items():
         if name.startswith("rollover_"):
             ro.observed[name] = (state.delta, int(value or 0))
 
 
-def output_rows(run: Loop, cte: CTEPlan) -> int | None:
+def output_rows(run: Loop, ro: RunInfo, cte: CTEPlan) -> int | None:
     """Rows of the candidates of `cte`'s last action (None on Spark Connect)."""
-    observation = info(run).outputs.pop(cte.key, None)
+    observation = ro.outputs.pop(cte.key, None)
     if observation is None:
         return None
     rows = observation.get.get("rows")
@@ -177,9 +192,8 @@ def output_rows(run: Loop, cte: CTEPlan) -> int | None:
 # -- the decision ----------------------------------------------------------------------------
 
 
-def slices(run: Loop) -> int:
+def slices(run: Loop, ro: RunInfo) -> int:
     """How many slices this iteration needs (1: no roll-over)."""
-    ro = info(run)
     if ro.budget <= 0:
         return 1
     needed = 1
@@ -199,6 +213,8 @@ def _estimate(run: Loop, ro: RunInfo, probe: Probe) -> int:
     state = run.states[probe.state]
     if probe.base is None:
         return state.delta_rows
+    table, columns = probe.base
+    base = run.base(run.group.ctes[0], table, columns)  # partitioned once; observes its sizes
     bound = _largest_degree(run, probe.base)
     if probe.base not in ro.degrees and bound is not None and state.delta_rows * bound <= ro.budget:
         return state.delta_rows * bound  # cannot exceed the budget: no statistics needed
@@ -208,7 +224,7 @@ def _estimate(run: Loop, ro: RunInfo, probe: Probe) -> int:
     # First time over the crude bound (or a delta not produced by a merge: resume, recovery):
     # the base's degrees once, then this delta's estimate directly; later ones ride on actions.
     if probe.base not in ro.degrees:
-        ro.degrees[probe.base] = _degrees(run.ctx.bases[probe.base], probe.base[1])
+        ro.degrees[probe.base] = _degrees(base, columns)
     degree = ro.degrees[probe.base].expr(probe.columns)
     value = state.delta.agg(F.sum(degree)).first()[0]
     ro.observed[probe.metric] = (state.delta, int(value or 0))
@@ -265,14 +281,14 @@ def _alias(branch: Branch, binding: str) -> str:
 # -- the rolled-over iteration ---------------------------------------------------------------
 
 
-def step(run: Loop, iteration: int) -> bool:
+def step(run: Loop, ro: RunInfo, iteration: int) -> bool:
     """Run `iteration` in slices when its estimate exceeds the budget; False when it does not
     (then Loop.step runs it in one piece)."""
     if run.doubling_round(iteration):
         # Slices run the linear rules; the doubling rounds rely on the whole-relation round
         # before them, which a sliced linear round would skip.
         return False
-    n = slices(run)
+    n = slices(run, ro)
     if n <= 1:
         return False
     started = time.perf_counter()
@@ -284,7 +300,7 @@ def step(run: Loop, iteration: int) -> bool:
             parts = [_slice_output(run, cte, rule, s, n) for rule in rules if rule[0] is cte]
             if not parts:
                 continue
-            rows, observed = _merge_slice(run, cte, union_all(parts), iteration, s, n)
+            rows, observed = _merge_slice(run, ro, cte, union_all(parts), iteration, s, n)
             state = run.states[cte.key]
             slice_deltas[cte.key].append((state.delta, observed))
             if rows is not None:
@@ -296,9 +312,9 @@ def step(run: Loop, iteration: int) -> bool:
         if not slice_deltas[cte.key]:
             state.no_change()
         elif _disjoint(state):
-            _union_deltas(run, cte, state, slice_deltas[cte.key])
+            _union_deltas(run, ro, cte, state, slice_deltas[cte.key])
         else:
-            _final_delta(run, cte, iteration, [d for d, _ in slice_deltas[cte.key]])
+            _final_delta(run, ro, cte, iteration, [d for d, _ in slice_deltas[cte.key]])
         _report(run, cte, iteration, started, strategies[cte.key], n, largest[cte.key])
         started = time.perf_counter()
     return True
@@ -332,26 +348,26 @@ def _disjoint(state: RelationState) -> bool:
     return isinstance(state, (SetState, BagState))
 
 
-def _merge_slice(run: Loop, cte: CTEPlan, candidates: DataFrame, iteration: int, s: int,
+def _merge_slice(run: Loop, ro: RunInfo, cte: CTEPlan, candidates: DataFrame, iteration: int, s: int,
                  n: int) -> tuple[int | None, dict]:
     """Merge one slice's candidates into the state, in one action; (output rows, metrics)."""
     state = run.states[cte.key]
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
-    merged = state.merge(watch(run, cte, candidates))
+    merged = state.merge(watch(run, ro, cte, candidates))
     observation = Observation(f"recsql_{cte.key}_{iteration}_{s}_{id(run)}")
-    merged = with_partition(merged).observe(observation, *state.metrics, *metrics(run, cte))
+    merged = with_partition(merged).observe(observation, *state.metrics, *metrics(run, ro, cte))
     merged = merged.drop(PARTITION)
     checkpointed = run.materialize(cte, merged, iteration)
     observed = observation.get
     if "delta_rows" not in observed:  # Spark Connect: count the checkpointed rows instead
-        observed = with_partition(checkpointed).agg(*state.metrics, *metrics(run, cte)).first().asDict()
+        observed = with_partition(checkpointed).agg(*state.metrics, *metrics(run, ro, cte)).first().asDict()
     state.commit(checkpointed, observed["delta_rows"], observed["total_rows"])
     state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
-    record(run, cte, observed)
-    return output_rows(run, cte), observed
+    record(run, ro, cte, observed)
+    return output_rows(run, ro, cte), observed
 
 
-def _final_delta(run: Loop, cte: CTEPlan, iteration: int, deltas: list[DataFrame]) -> None:
+def _final_delta(run: Loop, ro: RunInfo, cte: CTEPlan, iteration: int, deltas: list[DataFrame]) -> None:
     """min/max and sum/count states: the next delta is every group some slice changed, with its
     final value (one action: checkpoint it and observe its sizes and estimates)."""
     state = run.states[cte.key]
@@ -365,7 +381,7 @@ def _final_delta(run: Loop, cte: CTEPlan, iteration: int, deltas: list[DataFrame
     sizes = [F.count(F.lit(1)).alias("delta_rows"),
              *[F.count_if(F.col(PARTITION) == k).alias(f"delta_p{k}")
                for k in range(state.partitions)],
-             *metrics(run, cte, F.lit(True))]
+             *metrics(run, ro, cte, F.lit(True))]
     observation = Observation(f"recsql_{cte.key}_{iteration}_delta_{id(run)}")
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} delta")
     observed_delta = with_partition(delta).observe(observation, *sizes).drop(PARTITION)
@@ -375,17 +391,16 @@ def _final_delta(run: Loop, cte: CTEPlan, iteration: int, deltas: list[DataFrame
         observed = with_partition(checkpointed).agg(*sizes).first().asDict()
     state.delta, state.delta_rows = checkpointed, observed["delta_rows"]
     state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
-    record(run, cte, observed)
+    record(run, ro, cte, observed)
 
 
-def _union_deltas(run: Loop, cte: CTEPlan, state: RelationState,
+def _union_deltas(run: Loop, ro: RunInfo, cte: CTEPlan, state: RelationState,
                   deltas: list[tuple[DataFrame, dict]]) -> None:
     """Set and bag states: the next delta is every slice's delta (no job)."""
     state.delta = union_all([d for d, _ in deltas])
     state.delta_rows = sum(m["delta_rows"] for _, m in deltas)
     state.delta_partition_rows = [sum(m.get(f"delta_p{k}", 0) for _, m in deltas)
                                   for k in range(state.partitions)]
-    ro = info(run)
     names = {name for _, m in deltas for name in m if name.startswith("rollover_")}
     for name in names:
         ro.observed[name] = (state.delta, sum(int(m.get(name) or 0) for _, m in deltas))
