@@ -57,6 +57,7 @@ from recsql.executor.state import (
 )
 from recsql.executor.stats import IterationStats
 from recsql.planner.model import DELTA, Branch, CTEPlan
+from recsql.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,8 @@ def applies(run: Loop, info: _RunInfo) -> bool:
     if info.disabled or run.spark_limits.active or run.group.row_target is not None:
         return False
     states = list(run.states.values())
-    if any(s.delta_rows > settings.endgame_max_delta_rows for s in states):
+    delta_rows = [s.delta_rows for s in states]
+    if not fits_driver(delta_rows, 0, 0, True, settings):  # before sizing the bases (a job)
         return False
     if _last_iteration(run) < info.not_before:
         return False
@@ -117,10 +119,22 @@ def applies(run: Loop, info: _RunInfo) -> bool:
     base_rows = _base_rows(run, info)  # Spark jobs, but only once per run
     if base_rows is None:
         return False
-    driver_rows = sum(s.total_rows for s in states) + base_rows
+    state_rows = sum(s.total_rows for s in states)
+    return fits_driver(delta_rows, state_rows, base_rows, _not_growing(run), settings)
+
+
+def fits_driver(delta_rows: list[int], state_rows: int, base_rows: int, not_growing: bool,
+                settings: Settings) -> bool:
+    """The decision on plain numbers: every delta within `maxDeltaRows`, state plus relations
+    within `maxDriverRows`, and either the whole problem within `maxDeltaRows` (by default
+    equal to `maxDriverRows`: the driver runs whatever fits it, from the start) or a delta that
+    no longer grows (the tail of a larger problem)."""
+    if any(d > settings.endgame_max_delta_rows for d in delta_rows):
+        return False
+    driver_rows = state_rows + base_rows
     if driver_rows > settings.endgame_max_driver_rows:
         return False
-    return driver_rows <= settings.endgame_max_delta_rows or _not_growing(run)
+    return driver_rows <= settings.endgame_max_delta_rows or not_growing
 
 
 def _translatable(run, info: _RunInfo) -> bool:

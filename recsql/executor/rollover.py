@@ -196,7 +196,7 @@ def slices(run: Loop, ro: RunInfo) -> int:
     """How many slices this iteration needs (1: no roll-over)."""
     if ro.budget <= 0:
         return 1
-    needed = 1
+    estimates = []
     for cte in run.group.ctes:
         estimate = 0
         for branch in cte.recursive_branches:
@@ -204,8 +204,14 @@ def slices(run: Loop, ro: RunInfo) -> int:
                 if all(run.states[r.cte].delta_rows for r, role in zip(branch.refs, variant)
                        if role == DELTA):
                     estimate += _estimate(run, ro, ro.probes[(cte.key, branch.index, k)])
-        needed = max(needed, math.ceil(estimate / ro.budget))
-    largest_delta = max(s.delta_rows for s in run.states.values())
+        estimates.append(estimate)
+    return slice_count(estimates, ro.budget, max(s.delta_rows for s in run.states.values()))
+
+
+def slice_count(estimates: list[int], budget: int, largest_delta: int) -> int:
+    """The decision on plain numbers: enough slices that each CTE's estimated join output fits
+    the budget, at most `MAX_SLICES` and never more slices than delta rows."""
+    needed = max((math.ceil(e / budget) for e in estimates), default=1)
     return max(1, min(needed, MAX_SLICES, largest_delta))
 
 
