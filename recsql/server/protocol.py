@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 
 from TCLIService import TCLIService, ttypes
+from thrift.Thrift import TApplicationException, TMessageType
 
 import recsql
 from recsql.server import catalog, rowsets
@@ -251,12 +252,28 @@ class Handler(TCLIService.Iface):
         self.opened.clear()
 
 
-def processor(handler: Handler) -> TCLIService.Processor:
-    """The generated processor without GetLog, which HiveServer2 2.x dropped: clients (PyHive's
-    `fetch_logs`) then read the log through FetchResults, as they do from Spark's server."""
-    proc = TCLIService.Processor(handler)
-    proc._processMap.pop("GetLog", None)
-    return proc
+class Processor(TCLIService.Processor):
+    """The generated processor, except GetLog, which HiveServer2 2.x dropped: it answers
+    UNKNOWN_METHOD, so clients (PyHive's `fetch_logs`) read the log through FetchResults, as
+    they do from Spark's server. (The request is read first: Thrift's generic skip cannot step
+    over its binary handle.)"""
+
+    def __init__(self, handler: Handler) -> None:
+        super().__init__(handler)
+        self._processMap["GetLog"] = Processor.process_GetLog
+
+    def process_GetLog(self, seqid, iprot, oprot):
+        TCLIService.GetLog_args().read(iprot)
+        iprot.readMessageEnd()
+        error = TApplicationException(TApplicationException.UNKNOWN_METHOD, "Unknown function GetLog")
+        oprot.writeMessageBegin("GetLog", TMessageType.EXCEPTION, seqid)
+        error.write(oprot)
+        oprot.writeMessageEnd()
+        oprot.trans.flush()
+
+
+def processor(handler: Handler) -> Processor:
+    return Processor(handler)
 
 
 def configure(session: Session, configuration: dict[str, str]) -> None:

@@ -43,13 +43,25 @@ def describe(error: BaseException) -> tuple[str, str]:
         return "HY008", "[RECSQL_OPERATION_CANCELLED] The operation was cancelled"
     if isinstance(error, RecSQLError):
         fallback = next(state for kind, state in RECSQL_SQLSTATES if isinstance(error, kind))
-        return error.sqlstate or fallback, str(error)
+        return error.sqlstate or _spark_sqlstate(error) or fallback, str(error)
     if isinstance(error, PySparkException):
         condition = error.getCondition() or "SPARK_ERROR"
         message = error.getMessage() if hasattr(error, "getMessage") else str(error)
         text = message if message.startswith("[") else f"[{condition}] {message}"
         return error.getSqlState() or "XX000", text
     return "XX000", f"[RECSQL_INTERNAL_ERROR] {type(error).__name__}: {error}"
+
+
+def _spark_sqlstate(error: BaseException) -> str | None:
+    """The SQLSTATE of the Spark error a recsql error was made from (its context), if any."""
+    seen = error.__context__
+    for _ in range(5):
+        if seen is None:
+            return None
+        if isinstance(seen, PySparkException):
+            return seen.getSqlState()
+        seen = seen.__context__
+    return None
 
 
 def ok() -> ttypes.TStatus:

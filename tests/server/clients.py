@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import random
 import re
+import time
 
 # A small weighted digraph with a cycle, shared by every client session as the view `edge`
 random.seed(11)
@@ -82,3 +83,14 @@ def csv_rows(text: str, header: str) -> list[tuple]:
             break
         rows.append(tuple(int(v) for v in line.split(",")))
     return sorted(rows)
+
+
+def wait_for(predicate, seconds: float, step: float = 0.05):
+    """The first truthy value of `predicate()`, polled for at most `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(step)
+    raise AssertionError(f"not within {seconds} s")

@@ -10,5 +10,5 @@ from tests.server.clients import register_edges
 
 @pytest.fixture(scope="module")
 def server(spark):
-    with recsql.serve(spark=spark, port=0, init=register_edges, handshake_timeout=5) as running:
+    with recsql.serve(spark=spark, port=0, init=register_edges, handshake_timeout=30) as running:
         yield running

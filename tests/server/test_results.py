@@ -1,0 +1,69 @@
+"""Result encoding: column-based row sets fetched in batches of the client's size, every type
+Spark's server sends, null bitmaps. Through PyHive and its Thrift client."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+from TCLIService import ttypes
+
+from tests.server.clients import connect, cursor, wait_for
+
+ROWS = 100_000
+
+
+def test_100000_rows_arrive_in_batches_of_the_fetch_size(server):
+    connection = connect(server)
+    try:
+        cur = connection.cursor()
+        cur.execute(f"SELECT id, CAST(id AS STRING) AS s, IF(id % 7 = 0, NULL, id * 0.5D) AS d "
+                    f"FROM range({ROWS})", async_=True)
+        handle = cur._operationHandle
+        done = (ttypes.TOperationState.FINISHED_STATE, ttypes.TOperationState.ERROR_STATE)
+        poll = wait_for(lambda: (p := cur.poll()).operationState in done and p, 120)
+        assert poll.operationState == ttypes.TOperationState.FINISHED_STATE
+        ids, batches = [], []
+        for _ in range(ROWS // 25_000 + 2):
+            response = connection.client.FetchResults(ttypes.TFetchResultsReq(
+                operationHandle=handle, orientation=ttypes.TFetchOrientation.FETCH_NEXT,
+                maxRows=25_000))
+            assert response.status.statusCode == ttypes.TStatusCode.SUCCESS_STATUS
+            columns = response.results.columns
+            batch = columns[0].i64Val.values
+            assert response.results.startRowOffset == len(ids)
+            batches.append(len(batch))
+            if not batch:
+                break
+            nulls = columns[2].doubleVal.nulls
+            for i, value in enumerate(batch):
+                assert columns[1].stringVal.values[i] == str(value)
+                null = bool(nulls[i >> 3] & (1 << (i & 7))) if i >> 3 < len(nulls) else False
+                assert null == (value % 7 == 0)
+                assert null or columns[2].doubleVal.values[i] == value * 0.5
+            ids.extend(batch)
+        assert batches == [25_000] * 4 + [0]  # then an empty row set, as HiveServer2 answers
+        assert ids == list(range(ROWS))
+    finally:
+        connection.close()
+
+
+def test_types_and_metadata(server):
+    query = """SELECT CAST(1 AS TINYINT) AS t, CAST(2 AS SMALLINT) AS s, 3 AS i, 4L AS l,
+        CAST(1.5 AS FLOAT) AS f, 2.25D AS d, true AS b, 'héllo' AS str, X'CAFE' AS bin,
+        CAST(12.345 AS DECIMAL(10,3)) AS dec, DATE'2024-02-29' AS dt,
+        TIMESTAMP'2024-02-29 12:34:56.789' AS ts, array(1, 2) AS arr, map('k', 1) AS m,
+        named_struct('a', 1, 'b', 'x') AS st, CAST(NULL AS INT) AS n"""
+    with cursor(server) as cur:
+        cur.execute(query)
+        types = {d[0]: d[1] for d in cur.description}
+        assert types == {
+            "t": "TINYINT_TYPE", "s": "SMALLINT_TYPE", "i": "INT_TYPE", "l": "BIGINT_TYPE",
+            "f": "FLOAT_TYPE", "d": "DOUBLE_TYPE", "b": "BOOLEAN_TYPE", "str": "STRING_TYPE",
+            "bin": "BINARY_TYPE", "dec": "DECIMAL_TYPE", "dt": "DATE_TYPE",
+            "ts": "TIMESTAMP_TYPE", "arr": "ARRAY_TYPE", "m": "MAP_TYPE", "st": "STRUCT_TYPE",
+            "n": "INT_TYPE"}
+        assert cur.fetchall() == [(
+            1, 2, 3, 4, 1.5, 2.25, True, "héllo", b"\xca\xfe", decimal.Decimal("12.345"),
+            "2024-02-29", datetime.datetime(2024, 2, 29, 12, 34, 56, 789000), "[1,2]",
+            '{"k":1}', '{"a":1,"b":"x"}', None)]
