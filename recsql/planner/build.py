@@ -15,6 +15,7 @@ from recsql.parser.dialect import AggregateColumn
 from recsql.planner import checks, doubling
 from recsql.planner.branches import bound_table, branches_of
 from recsql.planner.catalog import Catalog
+from recsql.planner.limits import split_limited_reads
 from recsql.planner.locate import locate
 from recsql.planner.model import (
     AGGREGATES,
@@ -63,9 +64,11 @@ def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
     with_ = query.args.get("with_")
     if not isinstance(with_, exp.With):
         return None
-    defs = _cte_defs(with_)
-    deps = {key: _references(d.body, defs) for key, d in defs.items()}
-    components = strongly_connected(list(defs), deps)
+    defs, deps, components = _analyse(with_)
+    alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
+    query, targets = split_limited_reads(query, alone)
+    if targets:
+        defs, deps, components = _analyse(query.args["with_"])
     recursive = [c for c in components if len(c) > 1 or c[0] in deps[c[0]]]
     if not recursive and not any(d.has_head_aggregate for d in defs.values()):
         return None
@@ -74,7 +77,7 @@ def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
     query.set("with_", None)
     planner = _Planner(sql, catalog, defs, deps)
     steps = [planner.step(component) for component in components]
-    _limit_ends_recursion(query, steps)
+    _limit_ends_recursion(targets, steps)
     final = planner.bind_ctes(query, set(defs))
     plan = QueryPlan(steps=steps, final=final, sql=sql)
     plan.parameters = {p.name for p in query.find_all(exp.Placeholder) if not p.args.get("widget")}
@@ -86,32 +89,19 @@ def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
     return plan
 
 
-def _limit_ends_recursion(final: exp.Expr, steps: list[Step]) -> None:
-    """`SELECT <projection> FROM r LIMIT n [OFFSET m]` over a UNION ALL recursion `r`, with no
-    ORDER BY, filter, grouping or join: Spark pushes the LIMIT into the recursion and stops once
-    n + m rows exist; so does recsql (the recursion may be unbounded)."""
-    if not isinstance(final, exp.Select) or not final.args.get("limit"):
-        return
-    if any(final.args.get(k) for k in ("order", "where", "group", "having", "joins", "distinct",
-                                       "qualify", "windows")):
-        return
-    if final.find(exp.AggFunc, exp.Window, exp.Subquery):
-        return
-    limit = final.args["limit"].expression
-    offset = final.args.get("offset")
-    if not (isinstance(limit, exp.Literal) and limit.is_int):
-        return
-    skip = offset.expression if offset is not None else exp.Literal.number(0)
-    if not (isinstance(skip, exp.Literal) and skip.is_int):
-        return
-    from_ = final.args.get("from_")
-    source = from_.this if from_ is not None else None
-    if not isinstance(source, exp.Table) or not isinstance(source.this, exp.Identifier):
-        return
+def _analyse(with_: exp.With) -> tuple[dict[str, CTEDef], dict[str, set[str]], list[list[str]]]:
+    defs = _cte_defs(with_)
+    deps = {key: _references(d.body, defs) for key, d in defs.items()}
+    return defs, deps, strongly_connected(list(defs), deps)
+
+
+def _limit_ends_recursion(targets: dict[str, int], steps: list[Step]) -> None:
+    """A LIMIT Spark pushes into a UNION ALL recursion (see `limits`) ends it once that many
+    rows exist; a UNION or aggregate recursion runs to its fixpoint."""
     for step in steps:
         if isinstance(step, GroupStep) and len(step.ctes) == 1 and step.ctes[0].bag \
-                and step.ctes[0].key == source.name.lower():
-            step.row_target = int(limit.this) + int(skip.this)
+                and step.ctes[0].key in targets:
+            step.row_target = targets[step.ctes[0].key]
 
 
 def _step_queries(step: Step) -> list[exp.Expr]:
