@@ -44,7 +44,14 @@ FOLLOWS_COLUMN = {
 }
 
 
+def _shuffle(args: list) -> exp.Expr:
+    # Spark's `shuffle(array[, seed])`; sqlglot's Shuffle node takes the array only
+    return exp.Shuffle(this=args[0]) if len(args) == 1 else exp.Anonymous(this="SHUFFLE", expressions=args)
+
+
 class RaSQLParser(SparkParser):
+    FUNCTIONS = {**SparkParser.FUNCTIONS, "SHUFFLE": _shuffle}
+
     def _parse_primary(self) -> exp.Expr | None:
         # Spark accepts the reserved word FROM as a column name; RaDlog's queries use it.
         if (
