@@ -474,9 +474,7 @@ class _Driver:
         while any(self.deltas.values()):
             iteration += 1
             if iteration > self.settings.max_iterations:
-                for cte in run.group.ctes:
-                    run.states[cte.key].delta_rows = self.deltas[cte.key]
-                run.fail_iteration_limit(iteration - 1)
+                run.fail_iteration_limit(iteration - 1, {c.name: self.deltas[c.key] for c in run.group.ctes})
             started = self.started if not stats else time.perf_counter()
             produced = {cte.key: self.candidates(cte) for cte in run.group.ctes}
             for cte in run.group.ctes:
@@ -640,16 +638,13 @@ class _Driver:
             cols = ", ".join(_q(c) for c in state.columns)
             all_df = spark.createDataFrame(_arrow(self.con, f"SELECT {cols} FROM {_q(names['all'])}"),
                                            state.schema)
+            contributors = None
             if isinstance(state, ContributorState):
                 schema = state.contributors.schema
                 ccols = ", ".join(_q(c) for c in schema.fieldNames())
-                state.contributors = spark.createDataFrame(
+                contributors = spark.createDataFrame(
                     _arrow(self.con, f"SELECT {ccols} FROM {_q(names['contrib'])}"), schema)
-            if isinstance(state, BagState):
-                state.parts = [all_df]
-            state.all = all_df
-            state.no_change()
-            state.total_rows = self.totals[cte.key]
+            state.restore(all_df, None, 0, self.totals[cte.key], contributors)
 
 
 _EXTREME = {"min": "least", "max": "greatest"}  # both ignore NULLs in DuckDB, like min()/max()

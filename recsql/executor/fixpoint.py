@@ -27,6 +27,7 @@ from pyspark.sql.types import (
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import endgame, failures, joinside, recovery, rollover, skew
+from recsql.executor.action import checkpoint_merge
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, Runner
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
@@ -263,25 +264,13 @@ class GroupRun:
             else:
                 describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
                 merged = state.merge(self.rollover.watch(cte, self.skew.watch(cte, df, iteration)))
-                observation = Observation(f"recsql_{cte.key}_{iteration}_{id(self)}")
-                merged = with_partition(merged).observe(
-                    observation, *state.metrics, *self.skew.metrics(cte, state),
-                    *self.rollover.metrics(cte)).drop(PARTITION)
+                estimates = self.rollover.metrics(cte)
                 job_started = time.perf_counter()
-                checkpointed = self.materialize(cte, merged, iteration)
+                metrics, reported = checkpoint_merge(
+                    self, cte, state, merged, iteration,
+                    watched=[*self.skew.metrics(cte, state), *estimates], counted=estimates)
                 job_seconds = time.perf_counter() - job_started
-                metrics = observation.get
-                reported = "delta_rows" in metrics
                 self.skew.observed(cte, metrics)
-                if not reported:
-                    # Spark Connect does not report observations of a checkpoint: count the
-                    # checkpointed (in-memory) rows instead.
-                    metrics = with_partition(checkpointed).agg(
-                        *state.metrics, *self.rollover.metrics(cte)).first().asDict()
-                state.commit(checkpointed, metrics["delta_rows"], metrics["total_rows"])
-                state.delta_partition_rows = [
-                    metrics.get(f"delta_p{k}", 0) for k in range(self.ctx.partitions)
-                ]
                 self.rollover.record(cte, metrics)
             split_keys, balance = self.skew.stats(cte, reported)
             seconds = time.perf_counter() - started
@@ -311,10 +300,13 @@ class GroupRun:
                                           f"{error}", condition="RECSQL_BLOCKS_LOST") from None
             raise failures.from_exception(cte.name, iteration, error) from None
 
-    def fail_iteration_limit(self, iteration: int) -> None:
+    def fail_iteration_limit(self, iteration: int, deltas: dict[str, int] | None = None) -> None:
+        """Stop with recsql's iteration-limit error; `deltas` (CTE name -> rows) when the live
+        deltas are not the states' own (the driver's)."""
         limit = self.ctx.settings.max_iterations
-        live = [(s.cte.name, s.delta_rows) for s in self.states.values() if s.delta_rows]
-        name, rows = live[0]
+        if deltas is None:
+            deltas = {s.cte.name: s.delta_rows for s in self.states.values()}
+        name, rows = next((n, r) for n, r in deltas.items() if r)
         raise RecSQLExecutionError(
             f"spark.recsql.maxIterations = {limit} reached: CTE `{name}` still had {rows} new or "
             f"changed row(s) after iteration {iteration}, so the fixpoint was not reached and no "

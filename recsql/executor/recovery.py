@@ -35,7 +35,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
 from recsql.executor.loop import Loop
-from recsql.executor.state import BagState, ContributorState, RelationState
+from recsql.executor.state import ContributorState, RelationState
 
 if TYPE_CHECKING:
     from recsql.planner import QueryPlan
@@ -309,12 +309,8 @@ def load_checkpoint(group_run: Loop, where: str, manifest: dict) -> None:
             part: _reload(state, state_part.schema, f"{where}/{key}/{part}")
             for part, state_part in _parts(state).items()
         }
-        state.all, state.delta = frames["all"], frames["delta"]
-        if isinstance(state, ContributorState):
-            state.contributors = frames["contributors"]
-        if isinstance(state, BagState):
-            state.parts = [frames["all"]]
-        state.delta_rows, state.total_rows = info["delta_rows"], info["total_rows"]
+        state.restore(frames["all"], frames["delta"], info["delta_rows"], info["total_rows"],
+                      frames.get("contributors"))
 
 
 def _reload(state: RelationState, schema, path: str) -> DataFrame:

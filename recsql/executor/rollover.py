@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.executor import joinside
+from recsql.executor.action import checkpoint_merge
 from recsql.executor.loop import Loop
 from recsql.executor.spark_sql import describe_jobs
 from recsql.executor.state import (
@@ -360,15 +361,8 @@ def _merge_slice(run: Loop, ro: RunInfo, cte: CTEPlan, candidates: DataFrame, it
     state = run.states[cte.key]
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
     merged = state.merge(watch(run, ro, cte, candidates))
-    observation = Observation(f"recsql_{cte.key}_{iteration}_{s}_{id(run)}")
-    merged = with_partition(merged).observe(observation, *state.metrics, *metrics(run, ro, cte))
-    merged = merged.drop(PARTITION)
-    checkpointed = run.materialize(cte, merged, iteration)
-    observed = observation.get
-    if "delta_rows" not in observed:  # Spark Connect: count the checkpointed rows instead
-        observed = with_partition(checkpointed).agg(*state.metrics, *metrics(run, ro, cte)).first().asDict()
-    state.commit(checkpointed, observed["delta_rows"], observed["total_rows"])
-    state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
+    estimates = metrics(run, ro, cte)
+    observed, _ = checkpoint_merge(run, cte, state, merged, iteration, watched=estimates, counted=estimates)
     record(run, ro, cte, observed)
     return output_rows(run, ro, cte), observed
 
@@ -395,18 +389,16 @@ def _final_delta(run: Loop, ro: RunInfo, cte: CTEPlan, iteration: int, deltas: l
     observed = observation.get
     if "delta_rows" not in observed:  # Spark Connect
         observed = with_partition(checkpointed).agg(*sizes).first().asDict()
-    state.delta, state.delta_rows = checkpointed, observed["delta_rows"]
-    state.delta_partition_rows = [observed.get(f"delta_p{k}", 0) for k in range(state.partitions)]
+    state.replace_delta(checkpointed, observed)
     record(run, ro, cte, observed)
 
 
 def _union_deltas(run: Loop, ro: RunInfo, cte: CTEPlan, state: RelationState,
                   deltas: list[tuple[DataFrame, dict]]) -> None:
     """Set and bag states: the next delta is every slice's delta (no job)."""
-    state.delta = union_all([d for d, _ in deltas])
-    state.delta_rows = sum(m["delta_rows"] for _, m in deltas)
-    state.delta_partition_rows = [sum(m.get(f"delta_p{k}", 0) for _, m in deltas)
-                                  for k in range(state.partitions)]
+    sizes = {name: sum(m.get(name, 0) for _, m in deltas)
+             for name in ["delta_rows", *[f"delta_p{k}" for k in range(state.partitions)]]}
+    state.replace_delta(union_all([d for d, _ in deltas]), sizes)
     names = {name for _, m in deltas for name in m if name.startswith("rollover_")}
     for name in names:
         ro.observed[name] = (state.delta, sum(int(m.get(name) or 0) for _, m in deltas))

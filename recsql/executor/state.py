@@ -79,10 +79,34 @@ class RelationState:
     def merge(self, candidates: DataFrame) -> DataFrame:
         raise NotImplementedError
 
-    def commit(self, merged: DataFrame, delta_rows: int, total_rows: int) -> None:
+    def commit(self, merged: DataFrame, metrics: dict) -> None:
+        """Take an iteration's checkpointed merge and the sizes its action observed."""
         self.all = merged.drop(CHANGED)
         self.delta = merged.filter(F.col(CHANGED)).drop(CHANGED)
-        self.delta_rows, self.total_rows = delta_rows, total_rows
+        self._sizes(metrics)
+        self.total_rows = metrics["total_rows"]
+
+    def _sizes(self, metrics: dict) -> None:
+        self.delta_rows = metrics["delta_rows"]
+        self.delta_partition_rows = [metrics.get(f"delta_p{k}", 0) for k in range(self.partitions)]
+
+    def replace_delta(self, delta: DataFrame, metrics: dict) -> None:
+        """A delta computed apart from the merge (roll-over's slices), with its observed sizes."""
+        self.delta = delta
+        self._sizes(metrics)
+
+    def restore(self, all_: DataFrame, delta: DataFrame | None, delta_rows: int, total_rows: int,
+                contributors: DataFrame | None = None) -> None:
+        """Put back a state computed elsewhere (a reliable checkpoint, the driver endgame);
+        no `delta` means an empty one."""
+        self.all = all_
+        if delta is None:
+            self.no_change()
+        else:
+            self.delta, self.delta_rows, self.delta_partition_rows = delta, delta_rows, None
+        self.total_rows = total_rows
+        if contributors is not None:
+            self.contributors = contributors
 
     def no_change(self) -> None:
         """No candidates this iteration: the delta is empty and `all` stays as it is."""
@@ -204,7 +228,7 @@ class ContributorState(RelationState):
     def _group_value(column) -> Column:
         return EXTREMA[column.agg](column.name) if column.agg in EXTREMA else F.sum(column.name)
 
-    def commit(self, merged: DataFrame, delta_rows: int, total_rows: int) -> None:
+    def commit(self, merged: DataFrame, metrics: dict) -> None:
         aggs = self.cte.aggregates
         self.contributors = merged.select(*self.key, CONTRIB, *[c.name for c in aggs])
         groups = merged.filter(F.col(REP)).select(
@@ -212,7 +236,8 @@ class ContributorState(RelationState):
         )
         self.all = groups.select(*self.columns)
         self.delta = groups.filter(F.col(CHANGED)).select(*self.columns)
-        self.delta_rows, self.total_rows = delta_rows, total_rows
+        self._sizes(metrics)
+        self.total_rows = metrics["total_rows"]
 
 
 class BagState(RelationState):
@@ -230,14 +255,19 @@ class BagState(RelationState):
     def merge(self, candidates: DataFrame) -> DataFrame:
         return candidates.withColumn(CHANGED, F.lit(True))
 
-    def commit(self, merged: DataFrame, delta_rows: int, total_rows: int) -> None:
+    def commit(self, merged: DataFrame, metrics: dict) -> None:
         self.delta = merged.drop(CHANGED)
-        self.delta_rows = delta_rows
-        self.total_rows += delta_rows
+        self._sizes(metrics)
+        self.total_rows += self.delta_rows
         self.parts.append(self.delta)
         if len(self.parts) >= self.COMPACT_EVERY:
             self.parts = [union_all(self.parts).localCheckpoint(eager=True)]
         self.all = union_all(self.parts)
+
+    def restore(self, all_: DataFrame, delta: DataFrame | None, delta_rows: int, total_rows: int,
+                contributors: DataFrame | None = None) -> None:
+        super().restore(all_, delta, delta_rows, total_rows, contributors)
+        self.parts = [all_]
 
 
 def schema_field(name: str):

@@ -1,0 +1,33 @@
+"""The one Spark action of an iteration, shared by every path that runs one (a whole iteration in
+`fixpoint.py`, each slice in `rollover.py`): observe the merged state's sizes and whatever the
+strategies watch, `localCheckpoint` it (which cuts the lineage, so iteration N plans as fast as
+iteration 1), count the checkpointed rows where Spark Connect reports no observation, and commit
+the result to the state through its own method."""
+
+from __future__ import annotations
+
+from itertools import count
+
+from pyspark.sql import Column, DataFrame, Observation
+
+from recsql.executor.loop import Loop
+from recsql.executor.state import PARTITION, RelationState, with_partition
+from recsql.planner.model import CTEPlan
+
+_names = count()
+
+
+def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: DataFrame, iteration: int,
+                     watched: list[Column], counted: list[Column]) -> tuple[dict, bool]:
+    """Run the action on `merged` (the state's merge of the candidates) and commit it; the
+    observed metrics, and whether Spark reported the observation (`watched` metrics exist only
+    then; `counted` ones are recomputed from the checkpointed rows when it did not)."""
+    observation = Observation(f"recsql_{cte.key}_{iteration}_{next(_names)}")
+    observed = with_partition(merged).observe(observation, *state.metrics, *watched).drop(PARTITION)
+    checkpointed = run.materialize(cte, observed, iteration)
+    metrics = observation.get
+    reported = "delta_rows" in metrics
+    if not reported:  # Spark Connect does not report observations of a checkpoint
+        metrics = with_partition(checkpointed).agg(*state.metrics, *counted).first().asDict()
+    state.commit(checkpointed, metrics)
+    return metrics, reported
