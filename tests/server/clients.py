@@ -71,11 +71,15 @@ def beeline(url: str, script: str, *args: str, timeout: float = 180) -> str:
     return done.stdout
 
 
+def output_lines(text: str) -> list[str]:
+    """beeline's stdout lines. (With --silent=true beeline 2.3 writes its empty in-place progress
+    as `null` in front of a line; that noise is dropped.)"""
+    return [re.sub(r"^(null\s*)+", "", line.strip()).strip() for line in text.splitlines()]
+
+
 def csv_rows(text: str, header: str) -> list[tuple]:
-    """The rows after `header` in beeline's csv2 output, up to the next blank line or header.
-    (With --silent=true beeline 2.3 writes its empty in-place progress as `null` in front of a
-    line; that noise is dropped.)"""
-    lines = [re.sub(r"^(null\s*)+", "", line.strip()) for line in text.splitlines()]
+    """The rows after `header` in beeline's csv2 output, up to the next blank line or header."""
+    lines = output_lines(text)
     start = next(i for i, line in enumerate(lines) if line == header) + 1
     rows = []
     for line in lines[start:]:
