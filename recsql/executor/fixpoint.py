@@ -42,7 +42,7 @@ from recsql.executor.state import (
 from recsql.executor.stats import IterationStats
 from recsql.planner import doubling
 from recsql.planner.locate import locate
-from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep
+from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
@@ -92,7 +92,7 @@ class GroupRun:
 
     def base(self, cte: CTEPlan, table: str, columns: tuple[str, ...]) -> DataFrame:
         """The base table hash-partitioned by its join columns, checkpointed once per run."""
-        key = (table.lower(), tuple(c.lower() for c in columns))
+        key = base_key(table, columns)
         if key not in self.ctx.bases:
             df = self.ctx.spark.table(table).repartition(self.ctx.partitions, *columns)
             observation = Observation(f"recsql_base_{len(self.ctx.bases)}_{id(self)}")
@@ -111,7 +111,7 @@ class GroupRun:
     def base_sizes(self, branch: Branch) -> list[int] | None:
         """Per-partition rows of the branch's (first) pre-partitioned base table, if known."""
         for base in branch.bases:
-            return self.ctx.base_sizes.get((base.table.lower(), tuple(c.lower() for c in base.columns)))
+            return self.ctx.base_sizes.get(base.key)
         return None
 
     def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame:

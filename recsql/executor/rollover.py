@@ -273,7 +273,7 @@ def _probe(run: Loop, branch: Branch, variant: tuple[str, ...]) -> Probe:
                         and mine.name.lower() in head:
                     pairs[theirs.name.lower()] = head[mine.name.lower()]
         if all(c.lower() in pairs for c in base.columns):
-            key = (base.table.lower(), tuple(c.lower() for c in base.columns))
+            key = base.key
             return Probe(ref.cte, tuple(pairs[c.lower()] for c in base.columns), key)
     return Probe(ref.cte)
 

@@ -53,7 +53,7 @@ class Join:
 
     @property
     def base_key(self) -> tuple[str, tuple[str, ...]]:
-        return (self.base.table.lower(), tuple(c.lower() for c in self.base.columns))
+        return self.base.key
 
 
 def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:

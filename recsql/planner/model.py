@@ -54,6 +54,15 @@ class BaseRelation:
     table: str  # the table's SQL name (as written)
     columns: tuple[str, ...]  # partition columns, in the order of the ref's partition key
 
+    @property
+    def key(self) -> tuple[str, tuple[str, ...]]:
+        """Identifies the pre-partitioned base across branches (SQL names are case-insensitive)."""
+        return base_key(self.table, self.columns)
+
+
+def base_key(table: str, columns: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    return table.lower(), tuple(c.lower() for c in columns)
+
 
 @dataclass
 class Branch:
