@@ -26,6 +26,7 @@ HELP = """Run recursive SQL (RaSQL: aggregates in the recursion) on Apache Spark
   recsql -f examples/sssp.sql --stats          run a script
   recsql -e "SELECT ..." --table g=edges.tsv.gz  one statement over a file
   recsql                                       interactive shell
+  recsql serve --port 10000                    JDBC/ODBC server for BI tools (--help)
 
 Result rows go to standard output (a table on a terminal, tab-separated when piped);
 notices, timings and progress go to standard error. Exit codes: 0 success, 1 query

@@ -3,7 +3,6 @@ reaper closing sessions idle longer than the idle timeout."""
 
 from __future__ import annotations
 
-import ipaddress
 import ssl
 import threading
 from collections.abc import Callable
@@ -13,9 +12,6 @@ from pyspark.sql import SparkSession
 from recsql.server import auth
 from recsql.server.operations import Sessions
 from recsql.server.transports import BinaryServer, HttpServer
-
-TRANSPORTS = ("binary", "http")
-AUTH = ("none", "password")
 
 
 class Server:
@@ -27,7 +23,7 @@ class Server:
                  ssl_key: str | None = None, insecure: bool = False,
                  idle_session_timeout: float = 3600.0, handshake_timeout: float = 60.0,
                  init: Callable[[SparkSession], None] | None = None) -> None:
-        check_options(host, transport, auth_mode, password_file, ssl_cert, ssl_key, insecure)
+        auth.check_options(host, transport, auth_mode, password_file, ssl_cert, ssl_key, insecure)
         authenticator = (auth.PasswordFile(password_file) if auth_mode == "password"  # type: ignore[arg-type]
                          else auth.Anyone())
         context = tls_context(ssl_cert, ssl_key) if ssl_cert else None
@@ -79,31 +75,6 @@ class Server:
 
     def __exit__(self, *exc) -> None:
         self.stop()
-
-
-def check_options(host: str, transport: str, auth_mode: str, password_file: str | None,
-                  ssl_cert: str | None, ssl_key: str | None, insecure: bool) -> None:
-    if transport not in TRANSPORTS:
-        raise ValueError(f"transport {transport!r}: expected one of {', '.join(TRANSPORTS)}")
-    if auth_mode not in AUTH:
-        raise ValueError(f"auth {auth_mode!r}: expected one of {', '.join(AUTH)}")
-    if auth_mode == "password" and not password_file:
-        raise ValueError("auth 'password' needs a password file (recsql serve --add-user NAME "
-                         "--password-file FILE writes one)")
-    if bool(ssl_cert) != bool(ssl_key):
-        raise ValueError("TLS needs both a certificate and its key (--ssl-cert and --ssl-key)")
-    if auth_mode == "none" and not loopback(host) and not insecure:
-        raise ValueError(f"refusing to serve {host} without authentication: use --auth password, "
-                         "or --insecure if every host that can reach it may run any query")
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def tls_context(cert: str, key: str | None) -> ssl.SSLContext:

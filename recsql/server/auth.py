@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import os
 import secrets
 import tempfile
@@ -13,6 +14,8 @@ import threading
 from pathlib import Path
 
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+TRANSPORTS = ("binary", "http")
+AUTH = ("none", "password")
 
 
 class Anyone:
@@ -91,3 +94,28 @@ def add_user(path: str | os.PathLike, user: str, password: str) -> None:
         if os.path.exists(temp):
             os.unlink(temp)
         raise
+
+
+def check_options(host: str, transport: str, auth_mode: str, password_file: str | None,
+                  ssl_cert: str | None, ssl_key: str | None, insecure: bool) -> None:
+    if transport not in TRANSPORTS:
+        raise ValueError(f"transport {transport!r}: expected one of {', '.join(TRANSPORTS)}")
+    if auth_mode not in AUTH:
+        raise ValueError(f"auth {auth_mode!r}: expected one of {', '.join(AUTH)}")
+    if auth_mode == "password" and not password_file:
+        raise ValueError("auth 'password' needs a password file (recsql serve --add-user NAME "
+                         "--password-file FILE writes one)")
+    if bool(ssl_cert) != bool(ssl_key):
+        raise ValueError("TLS needs both a certificate and its key (--ssl-cert and --ssl-key)")
+    if auth_mode == "none" and not loopback(host) and not insecure:
+        raise ValueError(f"refusing to serve {host} without authentication: use --auth password, "
+                         "or --insecure if every host that can reach it may run any query")
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -275,6 +275,9 @@ class HttpServer(ThreadingHTTPServer):
                                                 do_handshake_on_connect=False)
         return conn, address
 
+    def handle_error(self, request, client_address) -> None:
+        log.debug("recsql serve http: request from %s failed", client_address, exc_info=True)
+
     def start(self) -> None:
         self._thread.start()
 

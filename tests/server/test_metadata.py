@@ -110,7 +110,8 @@ def test_sqlalchemy_hive_inspect(server, database):
         assert [(c["name"], type(c["type"]).__name__) for c in columns] == [("x", "Integer"), ("y", "HiveDecimal")]
         assert [c["name"] for c in inspector.get_columns("edge")] == ["Src", "Dst", "Cost"]
         # PyHive reads the first column of SHOW TABLES, which Spark (and so recsql) fills with
-        # the database: against Spark's own Thrift server it lists the same
-        assert set(inspector.get_table_names(schema="srvdb")) == {"srvdb"}
+        # the database ('' for the session's temporary views): against Spark's own Thrift
+        # server it lists the same
+        assert set(inspector.get_table_names(schema="srvdb")) == {"srvdb", ""}
     finally:
         engine.dispose()
