@@ -229,7 +229,8 @@ class _HttpHandler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes | None:
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks, total = [], 0
+            chunks: list[bytes] = []
+            total = 0
             while True:
                 size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
                 total += size
