@@ -6,10 +6,15 @@ the result to the state through its own method."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from itertools import count
 
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Observation
 
+from recsql.executor import failures, recovery
 from recsql.executor.loop import Loop
 from recsql.executor.state import PARTITION, RelationState, with_partition
 from recsql.planner.model import CTEPlan
@@ -31,3 +36,23 @@ def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: Data
         metrics = with_partition(checkpointed).agg(*state.metrics, *counted).first().asDict()
     state.commit(checkpointed, metrics)
     return metrics, reported
+
+
+@contextmanager
+def spark_job(cte: CTEPlan, iteration: int) -> Iterator[None]:
+    """Spark's failure of a job run for `cte` at `iteration` (a checkpoint, a pull to the driver)
+    as a recsql error that names both and keeps Spark's condition; blocks lost with an executor
+    as `recovery.BlocksLost`, which the loop recovers from."""
+    try:
+        yield
+    except Py4JJavaError as error:
+        # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data)
+        failure = failures.from_trace(cte.name, iteration, str(error))
+        if recovery.lost_blocks(str(error)):
+            raise recovery.BlocksLost(failure.message, condition=failure.condition) from None
+        raise failure from None
+    except PySparkException as error:
+        if recovery.lost_blocks(str(error)):
+            raise recovery.BlocksLost(f"CTE `{cte.name}` failed at iteration {iteration}: "
+                                      f"{error}", condition="RECSQL_BLOCKS_LOST") from None
+        raise failures.from_exception(cte.name, iteration, error) from None

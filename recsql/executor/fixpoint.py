@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import time
 
-from py4j.protocol import Py4JJavaError
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
@@ -26,8 +25,8 @@ from pyspark.sql.types import (
 )
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import endgame, failures, joinside, recovery, rollover, skew
-from recsql.executor.action import checkpoint_merge
+from recsql.executor import endgame, joinside, recovery, rollover, skew
+from recsql.executor.action import checkpoint_merge, spark_job
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, Runner
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
@@ -286,19 +285,8 @@ class GroupRun:
                 self.ctx.on_iteration(stats)
 
     def materialize(self, cte: CTEPlan, merged: DataFrame, iteration: int) -> DataFrame:
-        try:
+        with spark_job(cte, iteration):
             return merged.localCheckpoint(eager=True)
-        except Py4JJavaError as error:
-            # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data)
-            failure = failures.from_trace(cte.name, iteration, str(error))
-            if recovery.lost_blocks(str(error)):
-                raise recovery.BlocksLost(failure.message, condition=failure.condition) from None
-            raise failure from None
-        except PySparkException as error:
-            if recovery.lost_blocks(str(error)):
-                raise recovery.BlocksLost(f"CTE `{cte.name}` failed at iteration {iteration}: "
-                                          f"{error}", condition="RECSQL_BLOCKS_LOST") from None
-            raise failures.from_exception(cte.name, iteration, error) from None
 
     def fail_iteration_limit(self, iteration: int, deltas: dict[str, int] | None = None) -> None:
         """Stop with recsql's iteration-limit error; `deltas` (CTE name -> rows) when the live
