@@ -1,0 +1,130 @@
+"""Head types of a recursive group, inferred before its first iteration as Spark infers a
+UNION's: widened over the base branches, then over the recursive branches analysed (no job)
+against the types found so far, until nothing widens; sum/count heads take Spark's sum type."""
+
+from __future__ import annotations
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    ByteType,
+    DataType,
+    DecimalType,
+    IntegerType,
+    LongType,
+    ShortType,
+    StructField,
+    StructType,
+)
+
+from recsql.errors import RecSQLAnalysisError
+from recsql.executor.loop import Loop
+from recsql.planner.locate import locate
+from recsql.planner.model import Branch, CTEPlan, GroupStep
+
+INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+
+
+def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
+    """Head types: Spark's UNION widening over the base branches, then over the recursive
+    branches evaluated (analysis only, no job) against the types found so far."""
+    types: dict[str, list[DataType] | None] = {}
+    for cte in group.ctes:
+        types[cte.key] = None
+        for branch in cte.base_branches:
+            df = run.branch_df(cte, branch, {})
+            types[cte.key] = _widen(run.ctx.spark, types[cte.key],
+                                    _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
+    for _ in range(1 + 2 * len(group.ctes)):
+        changed = False
+        for cte in group.ctes:
+            for branch in cte.recursive_branches:
+                if any(types[r.cte] is None for r in branch.refs):
+                    continue
+                refs = {
+                    r.binding: run.ctx.spark.createDataFrame([], _schema(group, r.cte, types[r.cte]))
+                    for r in branch.refs
+                }
+                # the tables as they are: typing needs no pre-partitioned (checkpointed) base
+                tables = {b.binding: run.ctx.spark.table(b.table) for b in branch.bases}
+                df = run.branch_df(cte, branch, refs, bases=tables)
+                widened = _widen(run.ctx.spark, types[cte.key],
+                                 _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
+                if widened != types[cte.key]:
+                    types[cte.key], changed = widened, True
+        if not changed:
+            break
+    return {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
+
+
+def _branch_types(cte: CTEPlan, branch: Branch, df: DataFrame, sql: str) -> list[DataType]:
+    fields = df.schema.fields
+    if cte.summing and branch.recursive:
+        fields = fields[:-1]
+    check_width(cte, branch, len(fields), sql)
+    return [f.dataType for f in fields]
+
+
+def check_width(cte: CTEPlan, branch: Branch, width: int, sql: str) -> None:
+    if width != len(cte.head):
+        raise RecSQLAnalysisError(
+            f"Branch {branch.index} of CTE `{cte.name}` yields {width} column(s) but the head "
+            f"has {len(cte.head)} ({', '.join(cte.columns)}); make them agree",
+            condition="RECSQL_HEAD_BRANCH_MISMATCH",
+            sql=sql,
+        )
+
+
+def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType],
+           cte: CTEPlan, branch: Branch, sql: str) -> list[DataType]:
+    """Spark's own UNION type widening (rule 3 of docs/dialect.md section 3)."""
+    if known is None or known == new:
+        return new
+    a = spark.createDataFrame([], _struct(known))
+    b = spark.createDataFrame([], _struct(new))
+    try:
+        return [f.dataType for f in a.union(b).schema.fields]
+    except AnalysisException:
+        pairs = [
+            f"{c.name}: {k.simpleString()} vs {n.simpleString()}"
+            for c, k, n in zip(cte.head, known, new) if k != n
+        ]
+        raise RecSQLAnalysisError(
+            f"Branch {branch.index} of CTE `{cte.name}` yields types that do not agree with the "
+            f"other branches ({'; '.join(pairs)}); cast them to a common type",
+            condition="RECSQL_HEAD_BRANCH_TYPE_MISMATCH",
+            **locate(branch.select, sql),
+        ) from None
+
+
+def _struct(types: list[DataType]) -> StructType:
+    return StructType([StructField(f"c{i}", t, True) for i, t in enumerate(types)])
+
+
+def _schema(group: GroupStep, key: str, types: list[DataType]) -> StructType:
+    cte = next(c for c in group.ctes if c.key == key)
+    return StructType([StructField(c.name, t, True) for c, t in zip(cte.head, types)])
+
+
+def _final_schema(cte: CTEPlan, types: list[DataType] | None) -> StructType:
+    if types is None:
+        raise RecSQLAnalysisError(
+            f"Cannot determine the column types of CTE `{cte.name}`: none of its branches can "
+            "be evaluated without it; give the recursive group a base branch",
+            condition="RECSQL_NO_BASE_BRANCH",
+        )
+    fields = []
+    for column, dtype in zip(cte.head, types):
+        if column.agg in {"sum", "count"}:
+            dtype = _sum_type(dtype)
+        fields.append(StructField(column.name, dtype, True))
+    return StructType(fields)
+
+
+def _sum_type(dtype: DataType) -> DataType:
+    """Spark's sum() result types: integral -> BIGINT, decimal(p, s) -> decimal(38, s)."""
+    if isinstance(dtype, INTEGRAL):
+        return LongType()
+    if isinstance(dtype, DecimalType):
+        return DecimalType(38, dtype.scale)
+    return dtype
