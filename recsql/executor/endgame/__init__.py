@@ -1,0 +1,33 @@
+"""Endgame (Afrati et al. section 8): once a fixpoint's delta is tiny, an iteration on Spark costs
+more than its work. When the state and the base rows fit the driver budget, the rest of the
+fixpoint runs on the driver, in an in-process DuckDB, with the Spark states' exact semantics.
+
+`applies(run)` decides (cheaply: the base relations are counted once per run, and only once the
+delta is small); `finish_on_driver(run, iteration)` pulls the states and every relation the
+recursive branches read as Arrow, runs the remaining semi-naive iterations in DuckDB (same delta
+rules, same head types, same set / min-max / contributor-sum / bag merges, same sum tolerance,
+same maxIterations error) and puts the results back as the states' `all`. It returns False and
+leaves the run untouched when a branch cannot be translated, DuckDB fails on it, or the driver
+fixpoint outgrows the budgets (then the Spark loop simply continues).
+
+When it applies (all settings `spark.recsql.endgame.*`):
+* every CTE's delta is at most `maxDeltaRows`;
+* the state rows plus the rows of the relations the recursive branches read are at most
+  `maxDriverRows`;
+* the fixpoint is in its tail: the group's delta did not grow in the last Spark iteration, or the
+  whole problem (state plus relations) is no larger than `maxDeltaRows`. So the iteration-0 delta
+  of a single-source query on a large graph (one row, about to grow) stays on Spark; and should
+  the delta grow past `maxDeltaRows` on the driver after all, the driver work is dropped and Spark
+  runs those iterations (and the endgame is tried again once they are behind).
+
+One module per job: `decide` (whether the driver takes over), `translate` (a recursive branch as
+DuckDB SQL), `merges` (each state class's merge in DuckDB), `driver` (the driver loop and the
+runner the Spark loop composes).
+"""
+
+from __future__ import annotations
+
+from recsql.executor.endgame.decide import RunInfo, applies, fits_driver
+from recsql.executor.endgame.driver import Driver, OverBudget, finish_on_driver
+
+__all__ = ["Driver", "OverBudget", "RunInfo", "applies", "finish_on_driver", "fits_driver"]

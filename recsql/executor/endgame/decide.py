@@ -1,0 +1,139 @@
+"""Whether the driver takes over: cheap checks on the sizes first, then the branches' forms, and
+only then the one Spark job per run that sizes the relations the recursive branches read. The
+decision itself (`fits_driver`) is on plain numbers, so it is testable without Spark."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame
+
+from recsql.executor.driver_sql import Untranslatable, check_forms
+from recsql.executor.endgame.translate import branch_relations
+from recsql.executor.loop import Loop
+from recsql.planner.model import Branch
+from recsql.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class RunInfo:
+    """What the endgame remembers about one GroupRun."""
+
+    disabled: bool = False
+    attempts: int = 0
+    not_before: int = 0  # no attempt before the Spark loop has completed this iteration
+    relations: dict[tuple, tuple[str, DataFrame]] | None = None  # key -> (DuckDB name, df)
+    base_rows: int | None = None
+    arrow: dict[str, Any] = field(default_factory=dict)  # DuckDB name -> pulled Arrow table
+
+
+def applies(run: Loop, info: RunInfo) -> bool:
+    settings = run.ctx.settings
+    if not settings.endgame_enabled:
+        return False
+    # Spark's limits and a LIMIT that ends the recursion are checked by the Spark loop
+    if info.disabled or run.spark_limits.active or run.group.row_target is not None:
+        return False
+    states = list(run.states.values())
+    delta_rows = [s.delta_rows for s in states]
+    if not fits_driver(delta_rows, 0, 0, True, settings):  # before sizing the bases (a job)
+        return False
+    if last_iteration(run) < info.not_before:
+        return False
+    if not _translatable(run, info):
+        return False
+    base_rows = _base_rows(run, info)  # Spark jobs, but only once per run
+    if base_rows is None:
+        return False
+    state_rows = sum(s.total_rows for s in states)
+    return fits_driver(delta_rows, state_rows, base_rows, _not_growing(run), settings)
+
+
+def fits_driver(delta_rows: list[int], state_rows: int, base_rows: int, not_growing: bool,
+                settings: Settings) -> bool:
+    """The decision on plain numbers: every delta within `maxDeltaRows`, state plus relations
+    within `maxDriverRows`, and either the whole problem within `maxDeltaRows` (by default
+    equal to `maxDriverRows`: the driver runs whatever fits it, from the start) or a delta that
+    no longer grows (the tail of a larger problem)."""
+    if any(d > settings.endgame_max_delta_rows for d in delta_rows):
+        return False
+    driver_rows = state_rows + base_rows
+    if driver_rows > settings.endgame_max_driver_rows:
+        return False
+    return driver_rows <= settings.endgame_max_delta_rows or not_growing
+
+
+def _translatable(run: Loop, info: RunInfo) -> bool:
+    """Every recursive branch is made of forms the driver evaluates exactly like Spark (decided
+    once per run, before any data moves to the driver)."""
+    try:
+        for cte in run.group.ctes:
+            for branch in cte.recursive_branches:
+                check_forms(branch.select)
+    except Untranslatable as reason:
+        log.info("endgame: staying on Spark: %s", reason)
+        info.disabled = True
+        return False
+    return True
+
+
+def last_iteration(run: Loop) -> int:
+    return max((s.iteration for s in run.stats), default=0)
+
+
+def _not_growing(run: Loop) -> bool:
+    """The group's delta did not grow in the last Spark iteration (never true at iteration 0)."""
+    per_iteration: dict[int, int] = {}
+    for s in run.stats:
+        per_iteration[s.iteration] = per_iteration.get(s.iteration, 0) + s.delta_rows
+    last = max(per_iteration, default=0)
+    if last < 1 or last - 1 not in per_iteration:
+        return False
+    return per_iteration[last] <= per_iteration[last - 1]
+
+
+def _base_rows(run: Loop, info: RunInfo) -> int | None:
+    if info.base_rows is None:
+        try:
+            info.relations = relations(run)
+            info.base_rows = sum(df.count() for _, df in info.relations.values())
+        except (Untranslatable, PySparkException) as error:
+            # a relation the driver cannot be given (an unbound reference, a table-valued
+            # function), or one Spark cannot size: unresolvable (AnalysisException) or failing
+            # as it runs (a division by zero in a view the branch reads). The endgame does not
+            # apply; the Spark loop evaluates the relation itself and reports Spark's error as
+            # recsql's, naming the CTE and the iteration. Anything else surfaces.
+            log.debug("endgame: cannot size the relations: %s", error)
+            info.disabled = True
+            return None
+    return info.base_rows
+
+
+def relations(run: Loop) -> dict[tuple, tuple[str, DataFrame]]:
+    """Every relation (other than the group's own CTEs) a recursive branch reads, by a key that
+    identifies it across branches, with the DuckDB table name it gets and its DataFrame."""
+    found: dict[tuple, tuple[str, DataFrame]] = {}
+    for cte in run.group.ctes:
+        for branch in cte.recursive_branches:
+            for key, _table in branch_relations(run.ctx.env, branch):
+                if key not in found:
+                    found[key] = (f"rq_rel_{len(found)}", _relation_df(run, branch, key))
+    return found
+
+
+def _relation_df(run: Loop, branch: Branch, key: tuple) -> DataFrame:
+    kind = key[0]
+    if kind == "base":
+        # The driver needs the rows, not Spark's placement: pre-partitioning a base table the
+        # Spark loop never joined would cost a shuffle and a checkpoint for nothing.
+        base = next(b for b in branch.bases if b.key == key[1:])
+        partitioned = run.ctx.bases.get(base.key)
+        return partitioned if partitioned is not None else run.ctx.spark.table(base.table)
+    if kind == "env":
+        return run.ctx.env[key[1]]
+    return run.ctx.spark.table(key[1])

@@ -1,0 +1,258 @@
+"""The driver loop: pull the states and the relations into an in-process DuckDB, run the
+semi-naive iterations there, put the states back. Only the failures the endgame expects hand
+the fixpoint back to Spark, untouched: a branch it cannot translate, an error DuckDB raises
+(Spark then raises its own, where it has one), and a fixpoint that outgrows the budgets. Any other
+failure is a bug and surfaces.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from pyspark.sql import DataFrame
+from sqlglot import exp
+
+from recsql.errors import RecSQLExecutionError
+from recsql.executor.driver_sql import Untranslatable
+from recsql.executor.endgame.decide import RunInfo, applies, last_iteration, relations
+from recsql.executor.endgame.merges import Merge, merge_for
+from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
+from recsql.executor.loop import Loop
+from recsql.executor.state import ContributorState
+from recsql.executor.stats import IterationStats
+from recsql.planner.model import DELTA, CTEPlan
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3  # driver attempts per run that outgrew the budget before the endgame gives up
+_ARROW_IN = "rq_arrow_in"  # the name a pulled Arrow table is registered under while loaded
+
+
+class OverBudget(Exception):
+    """The driver fixpoint outgrew the budgets after `iterations` iterations."""
+
+    def __init__(self, iterations: int) -> None:
+        super().__init__(iterations)
+        self.iterations = iterations
+
+
+class Driver:
+    """The runner that takes the rest of a fixpoint to the driver (see `fixpoint.RUNNERS`)."""
+
+    def __init__(self, run: Loop) -> None:
+        self.loop = run
+        self.info = RunInfo()
+
+    def run(self, iteration: int) -> int | None:
+        """Finish the fixpoint on the driver; its last iteration, or None (run untouched)."""
+        if not applies(self.loop, self.info) or not finish_on_driver(self.loop, self.info, iteration):
+            return None
+        return last_iteration(self.loop)
+
+
+def finish_on_driver(run: Loop, info: RunInfo, iteration: int) -> bool:
+    """Run the rest of the fixpoint on the driver; False (run unchanged) if it cannot."""
+    import duckdb  # only here: `import recsql` stays light
+
+    info.attempts += 1
+    driver = None
+    try:
+        driver = _Driver(run, info)
+        stats = driver.run(iteration)
+        driver.write_back()
+    except RecSQLExecutionError:
+        raise  # maxIterations: the same error Spark would raise
+    except OverBudget as over:
+        log.info("endgame: driver fixpoint outgrew the budget after %d iteration(s); back to Spark",
+                 over.iterations)
+        info.not_before = iteration + over.iterations + 1
+        info.disabled = info.attempts >= MAX_ATTEMPTS
+        return False
+    except (Untranslatable, duckdb.Error) as error:  # Spark continues (and, for an error
+        # Spark shares, such as an overflow, raises it itself); anything else is a bug
+        log.info("endgame: staying on Spark: %s: %s", type(error).__name__, error)
+        info.disabled = True
+        info.arrow.clear()
+        return False
+    finally:
+        if driver is not None:
+            driver.close()
+    info.arrow.clear()
+    for stat in stats:
+        run.stats.append(stat)
+        if run.ctx.on_iteration:
+            run.ctx.on_iteration(stat)
+    return True
+
+
+class _Driver:
+    """One attempt: a DuckDB connection holding the group's states (per CTE: `all`, `delta`,
+    the iteration's `new` candidates, a sum/count head's `contrib`) and the relations."""
+
+    def __init__(self, run: Loop, info: RunInfo) -> None:
+        import duckdb
+
+        self.run_ = run
+        self.info = info
+        self.settings = run.ctx.settings
+        self.started = time.perf_counter()
+        self.con = duckdb.connect()
+        self.names: dict[str, dict[str, str]] = {}  # cte key -> role -> DuckDB table
+        self.totals: dict[str, int] = {}
+        self.deltas: dict[str, int] = {}
+        self.branch_sql: dict[tuple[str, int], BranchSQL] = {}  # (cte key, branch index) ->
+        self.merges: dict[str, Merge] = {}  # cte key -> its merge
+        self.statements: dict[tuple[str, tuple], str] = {}  # (cte key, live rules) -> candidates
+        self.base_rows = info.base_rows or 0
+        for cte in run.group.ctes:  # fail early on a head type DuckDB cannot mirror
+            for f in run.states[cte.key].schema.fields:
+                duck_type(f.dataType)
+        self.pull()
+
+    def close(self) -> None:
+        import duckdb
+
+        try:
+            self.con.close()
+        except duckdb.Error as error:  # the attempt's outcome stands; the connection is dropped
+            log.debug("endgame: closing DuckDB: %s", error)
+
+    def sql(self, statement: exp.Expr | str) -> list[tuple]:
+        text = statement if isinstance(statement, str) else statement.sql("duckdb", identify=True)
+        return self.con.execute(text).fetchall()
+
+    def count(self, table: str) -> int:
+        return self.sql(exp.select(exp.Count(this=exp.Star())).from_(_table(table)))[0][0]
+
+    # -- Spark -> driver
+
+    def load(self, name: str, df: DataFrame, cache: bool = False) -> None:
+        table = self.info.arrow.get(name) if cache else None
+        if table is None:
+            table = df.toArrow()
+            if cache:
+                self.info.arrow[name] = table
+        self.con.register(_ARROW_IN, table)
+        self.sql(exp.Create(this=_table(name), kind="TABLE",
+                            expression=exp.select("*").from_(_table(_ARROW_IN))))
+        self.con.unregister(_ARROW_IN)
+
+    def pull(self) -> None:
+        run = self.run_
+        if self.info.relations is None:
+            self.info.relations = relations(run)
+        for name, df in self.info.relations.values():
+            self.load(name, df, cache=True)  # kept for a retry after an over-budget attempt
+        for i, cte in enumerate(run.group.ctes):
+            state = run.states[cte.key]
+            names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new"}
+            self.names[cte.key] = names
+            self.load(names["all"], state.all)
+            self.load(names["delta"], state.delta)
+            self.totals[cte.key] = state.total_rows
+            self.deltas[cte.key] = state.delta_rows
+            if isinstance(state, ContributorState):
+                names["contrib"] = f"rq_s{i}_contrib"
+                self.load(names["contrib"], state.contributors)
+        for cte in run.group.ctes:
+            for branch in cte.recursive_branches:
+                self.branch_sql[(cte.key, branch.index)] = prepare(
+                    self.con, run, cte, branch, self.info.relations, self.names)
+            if cte.summing:
+                recode_contributors(self.con, cte, self.names[cte.key]["contrib"], {
+                    b.index: self.branch_sql[(cte.key, b.index)].contributor_types
+                    for b in cte.recursive_branches})
+            self.merges[cte.key] = merge_for(run.states[cte.key], cte, self.names[cte.key])
+
+    # -- the loop
+
+    def run(self, iteration: int) -> list[IterationStats]:
+        run = self.run_
+        stats: list[IterationStats] = []
+        while any(self.deltas.values()):
+            iteration += 1
+            if iteration > self.settings.max_iterations:
+                run.fail_iteration_limit(iteration - 1, {c.name: self.deltas[c.key] for c in run.group.ctes})
+            started = self.started if not stats else time.perf_counter()
+            produced = {cte.key: self.candidates(cte) for cte in run.group.ctes}
+            for cte in run.group.ctes:
+                if produced[cte.key]:
+                    self.merge(cte)
+                else:
+                    self.no_change(cte)
+                stats.append(IterationStats(
+                    cte=cte.name, iteration=iteration, delta_rows=self.deltas[cte.key],
+                    total_rows=self.totals[cte.key], seconds=time.perf_counter() - started,
+                    join_strategy="driver", ran_on="driver",
+                ))
+                started = time.perf_counter()
+            driver_rows = sum(self.totals.values()) + self.base_rows
+            if (any(d > self.settings.endgame_max_delta_rows for d in self.deltas.values())
+                    or driver_rows > self.settings.endgame_max_driver_rows):
+                raise OverBudget(len(stats) // len(run.group.ctes))
+        return stats
+
+    def candidates(self, cte: CTEPlan) -> bool:
+        """Materialise the CTE's candidates of this iteration; False when no rule ran."""
+        live = tuple(
+            (branch.index, i)
+            for branch in cte.recursive_branches
+            for i, (variant, _) in enumerate(self.branch_sql[(cte.key, branch.index)].variants)
+            # a rule that reads an empty delta derives nothing
+            if all(role != DELTA or self.deltas[ref.cte] for ref, role in zip(branch.refs, variant))
+        )
+        if not live:
+            return False
+        statement = self.statements.get((cte.key, live))
+        if statement is None:  # rendered once per set of live rules, not once per iteration
+            parts = [self.branch_sql[(cte.key, b)].variants[i][1] for b, i in live]
+            union: exp.Query = parts[0]
+            for part in parts[1:]:
+                union = exp.union(union, part, distinct=False)
+            statement = exp.Create(this=_table(self.names[cte.key]["new"]), kind="TABLE",
+                                   replace=True, expression=union).sql("duckdb", identify=True)
+            self.statements[(cte.key, live)] = statement
+        self.sql(statement)
+        return True
+
+    def no_change(self, cte: CTEPlan) -> None:
+        self.sql(exp.Delete(this=_table(self.names[cte.key]["delta"])))
+        self.deltas[cte.key] = 0
+
+    def merge(self, cte: CTEPlan) -> None:
+        merge = self.merges[cte.key]
+        for statement in merge.statements:
+            self.sql(statement)
+        self.deltas[cte.key] = self.count(self.names[cte.key]["delta"])
+        if merge.appends_delta:
+            self.totals[cte.key] += self.deltas[cte.key]
+        else:
+            self.totals[cte.key] = self.count(self.names[cte.key]["all"])
+
+    # -- driver -> Spark
+
+    def write_back(self) -> None:
+        run = self.run_
+        spark = run.ctx.spark
+        for cte in run.group.ctes:
+            state = run.states[cte.key]
+            names = self.names[cte.key]
+            all_df = spark.createDataFrame(self.arrow(names["all"], state.columns), state.schema)
+            contributors = None
+            if isinstance(state, ContributorState):
+                schema = state.contributors.schema
+                contributors = spark.createDataFrame(
+                    self.arrow(names["contrib"], schema.fieldNames()), schema)
+            state.restore(all_df, None, 0, self.totals[cte.key], contributors)
+
+    def arrow(self, table: str, columns: list[str]) -> Any:
+        select = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(_table(table))
+        rel = self.con.sql(select.sql("duckdb", identify=True))
+        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb 2 / 1.x
+        return fetch()
+
+
+def _table(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))

@@ -1,0 +1,208 @@
+"""Each state class's merge, in DuckDB: the same set / bag / min-max / contributor-sum semantics
+as the class's Spark `merge` (state.py), over the driver's tables of one CTE (`names`: role ->
+DuckDB table: `new` candidates, `delta`, `all`, and `contrib` for a sum/count head).
+
+A merge turns `new` into the next `delta` and folds it into `all`. The statements are the same
+in every iteration, so they are built once per CTE and rendered once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from pyspark.sql.types import DoubleType, FloatType
+from sqlglot import exp
+
+from recsql.executor.driver_sql import Untranslatable
+from recsql.executor.endgame.translate import duck_type
+from recsql.executor.state import (
+    CONTRIB,
+    BagState,
+    ContributorState,
+    ExtremaState,
+    RelationState,
+    SetState,
+)
+from recsql.planner.model import CTEPlan
+
+_PRESENT = "__rq_present"  # marks the rows of a LEFT JOIN's right side that exist
+_CHANGES = "rq_changes"  # a sum/count head's changed contributors, per iteration
+# both ignore NULLs in DuckDB, like min()/max(); sqlglot writes the NULL-propagating form of
+# Least/Greatest unless told to ignore NULLs
+_EXTREME = {"min": exp.Least, "max": exp.Greatest}
+_AGG = {"min": exp.Min, "max": exp.Max, "sum": exp.Sum}
+
+Names = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Merge:
+    """The DuckDB statements of a CTE's merge, and whether `all` grows by exactly the delta
+    (so its size needs no count)."""
+
+    statements: list[str]
+    appends_delta: bool
+
+
+def merge_for(state: RelationState, cte: CTEPlan, names: Names) -> Merge:
+    """The merge of `state`'s class (of its nearest base class with one, as method lookup would
+    find it: a subclass keeps its parent's semantics unless it has a merge of its own)."""
+    for cls in type(state).__mro__:
+        if cls in MERGES:
+            build, appends_delta = MERGES[cls]
+            return Merge([s.sql("duckdb", identify=True) for s in build(state, cte, names)],
+                         appends_delta)
+    raise Untranslatable(f"state {type(state).__name__}")
+
+
+def _bag(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
+    return [
+        _create(names["delta"], exp.select("*").from_(_table(names["new"]))),
+        _append(names["all"], names["delta"]),
+    ]
+
+
+def _set(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
+    cols = [_col(c) for c in state.columns]
+    return [
+        _create(names["delta"], exp.except_(
+            exp.select(*cols).from_(_table(names["new"])),
+            exp.select(*cols).from_(_table(names["all"])))),
+        _append(names["all"], names["delta"]),
+    ]
+
+
+def _extrema(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
+    key, aggs = state.key, cte.aggregates
+    best = exp.select(*[_col(k) for k in key],
+                      *[exp.alias_(_AGG[str(c.agg)](this=_col(c.name)), c.name) for c in aggs])
+    best = best.from_(_table(names["new"]))
+    if key:
+        best = best.group_by(*[_col(k) for k in key])
+    value = {c.name: _EXTREME[str(c.agg)](this=_col(c.name, "o"), expressions=[_col(c.name, "b")],
+                                          ignore_nulls=True) for c in aggs}
+    outputs = [_col(c, "b") if c in key else exp.alias_(value[c], c) for c in state.columns]
+    delta = (exp.select(*outputs).from_("b")
+             .join("o", on=_match("b", "o", key), join_type="left")
+             .where(_changed(value))
+             .with_("b", as_=best)
+             .with_("o", as_=_present(names["all"])))
+    return [_create(names["delta"], delta), *_replace_groups(names["all"], names["delta"], key)]
+
+
+def _contributors(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
+    assert isinstance(state, ContributorState)  # MERGES pairs this merge with the class
+    key, aggs = state.key, cte.aggregates
+    per_contributor = [*key, CONTRIB]
+    # an extremum per contributor; a sum/count contributor has one value per iteration
+    fresh = exp.select(*[_col(k) for k in per_contributor], *[
+        exp.alias_(_AGG[str(c.agg) if c.agg in _EXTREME else "max"](this=_col(c.name)), c.name)
+        for c in aggs
+    ]).from_(_table(names["new"])).group_by(*[_col(k) for k in per_contributor])
+    values = {c.name: _contributor_value(state, str(c.agg), c.name) for c in aggs}
+    changes = (exp.select(*[_col(k, "f") for k in per_contributor],
+                          *[exp.alias_(values[c.name], c.name) for c in aggs])
+               .from_("f")
+               .join("o", on=_match("f", "o", per_contributor), join_type="left")
+               .where(_changed(values))
+               .with_("f", as_=fresh)
+               .with_("o", as_=_present(names["contrib"])))
+    contributor_cols = [*per_contributor, *[c.name for c in aggs]]
+    totals = {c.name: exp.alias_(exp.cast(
+        _AGG[str(c.agg) if c.agg in _EXTREME else "sum"](this=_col(c.name, "t")),
+        duck_type(state.schema[c.name].dataType)), c.name) for c in aggs}
+    outputs: list[exp.Expr] = [_col(c, "t") if c in key else totals[c] for c in state.columns]
+    distinct_keys: list[exp.Expr] = [_col(k) for k in key] or [exp.alias_(exp.Literal.number(1), "one")]
+    keys_changed = (exp.select(*distinct_keys).distinct().from_(_table(_CHANGES)).subquery("g"))
+    delta = (exp.select(*outputs)
+             .from_(exp.alias_(_table(names["contrib"]), "t", table=True))
+             .join(keys_changed, on=_match("t", "g", key), join_type="semi"))
+    if key:
+        delta = delta.group_by(*[_col(k, "t") for k in key])
+    delta = delta.having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)))
+    return [
+        _create(_CHANGES, changes, temporary=True),
+        exp.Delete(this=_table(names["contrib"]), using=[_table(_CHANGES)],
+                   where=exp.Where(this=_match(names["contrib"], _CHANGES, per_contributor))),
+        exp.Insert(
+            this=exp.Schema(this=_table(names["contrib"]),
+                            expressions=[exp.to_identifier(c) for c in contributor_cols]),
+            expression=exp.select(*[_col(c) for c in contributor_cols]).from_(_table(_CHANGES))),
+        _create(names["delta"], delta),
+        *_replace_groups(names["all"], names["delta"], key),
+    ]
+
+
+def _contributor_value(state: ContributorState, agg: str, name: str) -> exp.Expr:
+    """A contributor's value after this iteration: its fresh value `f` against its old one `o`
+    (an extremum keeps the better; a sum/count takes the fresh one, but a floating-point sum
+    within the tolerance of the old value keeps the old, as on Spark)."""
+    new, old = _col(name, "f"), _col(name, "o")
+    if agg in _EXTREME:
+        return _EXTREME[agg](this=old, expressions=[new], ignore_nulls=True)
+    fresh = exp.Coalesce(this=new, expressions=[old.copy()])
+    if not isinstance(state.schema[name].dataType, (DoubleType, FloatType)):
+        return fresh
+    # repr(float): the literal DuckDB reads as the same DOUBLE
+    tolerance = exp.Literal.number(repr(float(state.tolerance)))
+    within = exp.and_(
+        exp.Not(this=exp.Is(this=old.copy(), expression=exp.Null())),
+        exp.LTE(this=exp.Abs(this=exp.Sub(this=new.copy(), expression=old.copy())),
+                expression=exp.Mul(this=tolerance, expression=exp.Abs(this=old.copy()))))
+    return exp.Case(ifs=[exp.If(this=within, true=old.copy())], default=fresh)
+
+
+def _changed(values: Mapping[str, exp.Expr]) -> exp.Expr:
+    """New to the relation, or a value that differs from the old one (NULLs compare equal)."""
+    return exp.or_(exp.Is(this=_col(_PRESENT, "o"), expression=exp.Null()), *[
+        exp.NullSafeNEQ(this=value.copy(), expression=_col(name, "o"))
+        for name, value in values.items()
+    ])
+
+
+def _present(table: str) -> exp.Select:
+    return exp.select(exp.Star(), exp.alias_(exp.true(), _PRESENT)).from_(_table(table))
+
+
+def _replace_groups(all_: str, delta: str, key: list[str]) -> list[exp.Expr]:
+    return [
+        exp.Delete(this=_table(all_), using=[_table(delta)],
+                   where=exp.Where(this=_match(all_, delta, key))),
+        _append(all_, delta),
+    ]
+
+
+def _create(name: str, select: exp.Query, temporary: bool = False) -> exp.Create:
+    properties = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
+    return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=properties,
+                      expression=select)
+
+
+def _append(target: str, source: str) -> exp.Insert:
+    return exp.insert(exp.select("*").from_(_table(source)), _table(target))
+
+
+def _match(left: str, right: str, key: list[str]) -> exp.Expr:
+    """`left` and `right` agree on `key` (NULLs match, as Spark's grouping treats them)."""
+    if not key:
+        return exp.true()
+    return exp.and_(*[exp.NullSafeEQ(this=_col(k, left), expression=_col(k, right)) for k in key])
+
+
+def _table(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
+
+
+def _col(name: str, table: str | None = None) -> exp.Column:
+    return exp.column(name, table, quoted=True)
+
+
+_Build = Callable[[RelationState, CTEPlan, Names], list[exp.Expr]]
+# state class -> (its merge's statements, whether `all` grows by exactly the delta)
+MERGES: dict[type[RelationState], tuple[_Build, bool]] = {
+    BagState: (_bag, True),
+    SetState: (_set, False),
+    ExtremaState: (_extrema, False),
+    ContributorState: (_contributors, False),
+}
