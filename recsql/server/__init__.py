@@ -3,7 +3,7 @@
 statement goes through recsql's public API: recursive ones through the fixpoint, all others
 straight to Spark.
 
-    server = recsql.serve(port=10000)      # serves in background threads
+    server = recsql.serve(port=10000)      # serves in background threads (port=0: any free)
     server.wait()                          # or server.stop()
 
 Needs the `server` extra (`pip install "recsql[server]"`: Apache Thrift and PyHive's generated
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 INSTALL = 'recsql serve needs the server extra: pip install "recsql[server]" (missing: {name})'
 
 
-def serve(spark: SparkSession | None = None, *, host: str = "127.0.0.1", port: int = 10000,
+def serve(spark: SparkSession | None = None, *, host: str = "127.0.0.1", port: int = 0,
           transport: str = "binary", http_path: str = "cliservice", auth: str = "none",
           password_file: str | None = None, ssl_cert: str | None = None,
           ssl_key: str | None = None, insecure: bool = False,
@@ -31,8 +31,9 @@ def serve(spark: SparkSession | None = None, *, host: str = "127.0.0.1", port: i
           init: Callable[[SparkSession], None] | None = None, **options: Any) -> Server:
     """Start a HiveServer2-protocol server on `spark` (default: `recsql.session()`) and return
     it (`.port`, `.url`, `.stop()`, `.wait()`). Each client connection gets
-    `spark.newSession()`, then `init(session)` (e.g. registering shared tables). `port=0` picks
-    a free port. Without authentication only a loopback `host` is served unless `insecure`."""
+    `spark.newSession()`, then `init(session)` (e.g. registering shared tables). `port=0` (the
+    default here; the command's is 10000) picks a free port. Without authentication only a
+    loopback `host` is served unless `insecure`."""
     try:
         from recsql.server.app import Server
     except ModuleNotFoundError as error:

@@ -52,7 +52,8 @@ class Operation:
     completed: float = 0.0
 
     def __post_init__(self) -> None:
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # state and log
+        self.reading = threading.Lock()  # the result stream (a fetch may wait for a Spark job)
         self.done = threading.Event()
         self.tag = f"recsql-server-{self.guid.hex()}"
 
@@ -118,11 +119,12 @@ class Operation:
     def fetch(self, max_rows: int, first: bool) -> tuple[list[tuple], int]:
         if self.state != FINISHED:
             raise self.state_error()
-        with self.lock:
+        with self.reading:
             if first and self.restart is not None:
                 self.rows, self.position = self.restart(), 0
             offset = self.position
-            batch = list(itertools.islice(self.rows, max_rows)) if self.rows is not None else []
+            rows = self.rows
+            batch = list(itertools.islice(rows, max_rows)) if rows is not None else []
             self.position += len(batch)
             return batch, offset
 
@@ -170,6 +172,15 @@ class Session:
             raise ProtocolError("Invalid SessionHandle: the session is closed", "08003")
         self.operations[operation.guid] = operation
         self._queue.put(operation)
+        return operation
+
+    def run_now(self, operation: Operation) -> Operation:
+        """Run a short operation (a metadata call) on the caller's thread, not behind the
+        session's queued statements."""
+        if self.closed:
+            raise ProtocolError("Invalid SessionHandle: the session is closed", "08003")
+        self.operations[operation.guid] = operation
+        operation.run()
         return operation
 
     def busy(self) -> bool:

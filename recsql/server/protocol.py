@@ -62,9 +62,11 @@ class Handler(TCLIService.Iface):
     """One per connection (binary transport) or one for all requests (HTTP). `user` is who the
     transport authenticated, if it did."""
 
-    def __init__(self, sessions: Sessions, user: str | None = None) -> None:
+    def __init__(self, sessions: Sessions, user: str | None = None,
+                 alive: Callable[[], bool] | None = None) -> None:
         self.sessions = sessions
         self.user = user
+        self.alive = alive  # is the client still connected (checked while a call waits)
         self.opened: list[bytes] = []  # sessions this connection opened: closed when it drops
 
     # -- sessions -------------------------------------------------------------------------------
@@ -115,7 +117,10 @@ class Handler(TCLIService.Iface):
         operation.write_log(f"recsql: running {_label(req.statement)}")
         session.submit(operation)
         if not req.runAsync:
-            operation.done.wait()
+            while not operation.done.wait(0.5):
+                if self.alive is not None and not self.alive():
+                    operation.cancel()  # the client went away while waiting for the answer
+                    break
             if operation.state == ERROR:
                 raise operation.state_error()
         return ttypes.TExecuteStatementResp(status=ok(), operationHandle=operation_handle(operation))
@@ -181,8 +186,7 @@ class Handler(TCLIService.Iface):
             specs, rows = lister(session.spark, req)
             static_rows(operation, specs, rows)
 
-        operation = session.submit(Operation(session, kind, work=work))
-        operation.done.wait()
+        operation = session.run_now(Operation(session, kind, work=work))
         if operation.state == ERROR:
             raise operation.state_error()
         return operation_handle(operation)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import logging
+import select
 import socket
 import ssl
 import threading
@@ -62,6 +63,18 @@ class _Replay(TTransport.TTransportBase):
 
     def close(self) -> None:
         self.inner.close()
+
+
+def connected(sock: socket.socket) -> bool:
+    """False once the peer has closed a connection the server is not reading from (a client
+    that went away while its synchronous statement runs). TLS sockets cannot be peeked: True."""
+    if isinstance(sock, ssl.SSLSocket):
+        return True
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return not readable or sock.recv(1, socket.MSG_PEEK) != b""
+    except (OSError, ValueError):
+        return False
 
 
 class Connections:
@@ -136,7 +149,7 @@ class BinaryServer:
             if transport is None:
                 return
             conn.settimeout(None)  # long queries keep idle connections open
-            handler = Handler(self.sessions, user)
+            handler = Handler(self.sessions, user, alive=lambda: connected(conn))
             proc, prot = processor(handler), protocol(transport)
             while not self.stopping.is_set():
                 proc.process(prot, prot)

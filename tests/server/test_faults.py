@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 import uuid
 
@@ -97,15 +98,36 @@ def test_unknown_closed_and_exhausted_operations(server):
 
 
 def test_a_client_that_disconnects_mid_query_has_it_cancelled(server, spark):
+    """While its synchronous ExecuteStatement runs (the client waits for the answer)."""
+    from pyhive import hive
+    from thrift.transport import TSocket, TTransport
+
     before = len(server.sessions)
-    connection = connect(server, configuration={"spark.recsql.endgame.enabled": "false"})
+    sock = TSocket.TSocket("127.0.0.1", server.port)  # NOSASL, as `connect` does, but held here
+    connection = hive.Connection(thrift_transport=TTransport.TBufferedTransport(sock),
+                                 configuration={"spark.recsql.endgame.enabled": "false"})
     cur = connection.cursor()
     cur.execute("CREATE TEMPORARY VIEW chain AS SELECT id AS Src, id + 1 AS Dst FROM range(2000)")
-    cur.execute("""WITH recursive reach (Node) AS (SELECT 0)
-        UNION (SELECT chain.Dst FROM reach, chain WHERE reach.Node = chain.Src)
-        SELECT count(*) FROM reach""", async_=True)
-    wait_for(lambda: any(line.startswith("reach: iteration 1") for line in cur.fetch_logs()), 120)
-    connection._transport.close()  # no CloseSession: the socket just goes away
-    wait_for(lambda: len(server.sessions) == before, 10)
+    waiting = threading.Thread(target=_run, args=(cur,))
+    waiting.start()
+
+    def iterating() -> bool:  # the server's own record of the running statement
+        logs = [line for s in list(server.sessions._sessions.values())
+                for op in list(s.operations.values()) for line in list(op.log)]
+        return any(line.startswith("reach: iteration 1") for line in logs)
+
+    wait_for(iterating, 120)
+    sock.handle.shutdown(socket.SHUT_RDWR)  # no CloseSession: the connection just goes away
+    wait_for(lambda: len(server.sessions) == before, 15)
     wait_for(lambda: not spark.sparkContext.statusTracker().getActiveJobsIds(), 10)
+    waiting.join(30)
     still_serves(server)
+
+
+def _run(cur) -> None:
+    try:
+        cur.execute("""WITH recursive reach (Node) AS (SELECT 0)
+            UNION (SELECT chain.Dst FROM reach, chain WHERE reach.Node = chain.Src)
+            SELECT count(*) FROM reach""")  # synchronous
+    except Exception:  # noqa: BLE001 - the transport is closed under it
+        pass

@@ -8,7 +8,7 @@ from pyhive.exc import OperationalError
 from pyhive.hive import _unwrap_column
 from TCLIService import ttypes
 
-from tests.server.clients import connect, cursor
+from tests.server.clients import SSSP, connect, cursor, sssp_oracle
 
 OK = ttypes.TStatusCode.SUCCESS_STATUS
 
@@ -115,3 +115,13 @@ def test_sqlalchemy_hive_inspect(server, database):
         assert set(inspector.get_table_names(schema="srvdb")) == {"srvdb", ""}
     finally:
         engine.dispose()
+
+
+def test_create_table_as_a_recursive_query(server, database):
+    """What dbt-spark's table materialization sends: CREATE TABLE ... USING parquet AS <query>."""
+    with cursor(server) as cur:
+        cur.execute(f"CREATE TABLE srvdb.shortest USING parquet AS {SSSP}")
+        cur.execute("SELECT Dst, Cost FROM srvdb.shortest")
+        assert sorted(cur.fetchall()) == sssp_oracle()
+        cur.execute("EXPLAIN SELECT * FROM srvdb.shortest")
+        assert "Scan parquet" in cur.fetchall()[0][0]

@@ -67,6 +67,7 @@ def test_errors_arrive_as_error_state(server, statement, sqlstate, condition):
             cur.execute(statement)
         status = raised.value.args[0].status
         assert condition in status.errorMessage and status.errorMessage.startswith("[")
+        assert "== SQL ==" in status.errorMessage and "^" in status.errorMessage  # the caret
         assert status.sqlState and (sqlstate is None or status.sqlState == sqlstate)
         cur.execute(statement, async_=True)  # asynchronous: the operation's ERROR state
         poll = wait_for(lambda: (p := cur.poll()).operationState == TOperationState.ERROR_STATE and p, 60)
