@@ -23,7 +23,6 @@ from recsql.server.status import Cancelled, ProtocolError, describe
 
 INITIALIZED, RUNNING, FINISHED, CANCELED, CLOSED, ERROR = (
     "INITIALIZED", "RUNNING", "FINISHED", "CANCELED", "CLOSED", "ERROR")
-DONE = (FINISHED, CANCELED, CLOSED, ERROR)
 
 
 def new_handle() -> tuple[bytes, bytes]:
@@ -104,7 +103,7 @@ class Operation:
             if queued or running or final == CLOSED:
                 self.state = final
         if running:
-            self.write_log("cancelled")
+            self.write_log("recsql: cancelled; its Spark jobs were interrupted")
             try:
                 self.session.spark.interruptTag(self.tag)
             except Exception:  # noqa: BLE001 - a stopped SparkContext has nothing to interrupt
