@@ -11,10 +11,12 @@ import logging
 import time
 from typing import Any
 
+from pyspark.errors import PySparkNotImplementedError, PySparkTypeError, PySparkValueError
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
+from recsql.executor.action import spark_job
 from recsql.executor.driver_sql import Untranslatable
 from recsql.executor.endgame.decide import RunInfo, applies, last_iteration, relations
 from recsql.executor.endgame.merges import Merge, merge_for
@@ -131,7 +133,13 @@ class _Driver:
     def load(self, name: str, df: DataFrame, cache: bool = False) -> None:
         table = self.info.arrow.get(name) if cache else None
         if table is None:
-            table = df.toArrow()
+            # A failing read (malformed data, a lost file) is the statement's error, as the
+            # Spark loop would report it; a type Arrow cannot carry only keeps the run on Spark.
+            with spark_job(self.run_.group.ctes[0], last_iteration(self.run_)):
+                try:
+                    table = df.toArrow()
+                except (PySparkTypeError, PySparkValueError, PySparkNotImplementedError) as error:
+                    raise Untranslatable(f"relation {name} to Arrow: {error}") from None
             if cache:
                 self.info.arrow[name] = table
         self.con.register(_ARROW_IN, table)
