@@ -49,8 +49,10 @@ def cursor(server, **kwargs):
         connection.close()
 
 
-def beeline(url: str, script: str, *args: str, timeout: float = 180) -> str:
-    """Run `script` with the Hive JDBC client pyspark ships (bin/beeline); its stdout."""
+def beeline(url: str, script: str, *args: str, user: str = "analyst", password: str = "secret",
+            timeout: float = 180) -> str:
+    """Run `script` with the Hive JDBC client pyspark ships (bin/beeline); its stdout. (Its
+    launcher splits arguments at spaces: no spaces in the password.)"""
     import os
     import subprocess
     import tempfile
@@ -62,7 +64,7 @@ def beeline(url: str, script: str, *args: str, timeout: float = 180) -> str:
         stream.write(script)
     try:
         done = subprocess.run(
-            [binary, "-u", url, "-n", "analyst", "-p", "secret", "--outputformat=csv2",
+            [binary, "-u", url, "-n", user, "-p", password, "--outputformat=csv2",
              "--silent=true", "--showHeader=true", *args, "-f", stream.name],
             capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
     finally:

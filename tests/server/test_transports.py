@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import ssl
+import subprocess
 import threading
 
 import pytest
@@ -15,6 +16,7 @@ from thrift.transport import THttpClient, TSSLSocket, TTransport
 
 import recsql
 from recsql.cli.serve import serve as serve_command
+from recsql.server import auth
 from tests.server.clients import (
     EDGES,
     SSSP,
@@ -100,8 +102,9 @@ def test_http_transport_pyhive_and_beeline(spark):
         assert csv_rows(out, "Dst,Cost") == sssp_oracle(), out
 
 
-def test_password_auth_over_sasl_with_tls(spark, password_file, tls):
+def test_password_auth_over_sasl_with_tls(spark, password_file, tls, tmp_path):
     cert, key = tls
+    auth.add_user(password_file, "jdbc", "tls-secret")  # beeline's launcher splits at spaces
     with recsql.serve(spark=spark, port=0, auth="password", password_file=str(password_file),
                       ssl_cert=cert, ssl_key=key, init=register_edges) as server:
         def connect(password):
@@ -120,6 +123,13 @@ def test_password_auth_over_sasl_with_tls(spark, password_file, tls):
         with pytest.raises(Exception):  # noqa: B017 - no SASL, no credentials: refused
             hive.Connection(thrift_transport=TTransport.TBufferedTransport(
                 TSSLSocket.TSSLSocket("127.0.0.1", server.port, ca_certs=cert)))
+        store = tmp_path / "trust.p12"  # Hive JDBC's ;ssl=true trusts the certificate through it
+        subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "recsql", "-file", cert,
+                        "-keystore", str(store), "-storetype", "PKCS12", "-storepass", "changeit"],
+                       check=True, capture_output=True, timeout=60)
+        out = beeline(f"jdbc:hive2://127.0.0.1:{server.port}/default;ssl=true;sslTrustStore={store};"
+                      "trustStorePassword=changeit", f"{SSSP};\n", user="jdbc", password="tls-secret")
+        assert csv_rows(out, "Dst,Cost") == sssp_oracle(), out
 
 
 def test_password_auth_over_https(spark, password_file, tls):
