@@ -84,7 +84,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "doubling.afterIterations": ("doubling_after_iterations", 8, _non_negative_int,
                                  "a linear transitive closure still running after this many "
                                  "iterations switches to recursive doubling (0: never)"),
-    "skew.enabled": ("skew_enabled", True, _bool,
+    # off by default: measured, watching for heavy keys cost 30-70% of a Spark-loop run with
+    # none to split, and splitting saved no time on local[2] (benchmarks/BALANCE.md)
+    "skew.enabled": ("skew_enabled", False, _bool,
                      "split heavy join keys of a delta's join with a base table over all partitions"),
     "skew.threshold": ("skew_threshold", 0.25, _positive_float,
                        "a join key is heavy above this multiple of the rows per partition"),
@@ -116,7 +118,7 @@ class Settings:
     endgame_max_delta_rows: int = 2_000_000
     endgame_max_driver_rows: int = 2_000_000
     doubling_after_iterations: int = 8
-    skew_enabled: bool = True
+    skew_enabled: bool = False
     skew_threshold: float = 0.25
     skew_min_rows: int = 10000
     skew_max_keys: int = 16

@@ -15,8 +15,10 @@ from recsql.executor.skew import as_keys, balance, heavy
 pytestmark = pytest.mark.usefixtures("spark_loop")
 
 # Balancing forced on: every key with a row is heavy (then the sketch's top keys are split).
-FORCED = {"spark.recsql.skew.minRows": "1", "spark.recsql.skew.threshold": "0.01"}
+FORCED = {"spark.recsql.skew.enabled": "true", "spark.recsql.skew.minRows": "1",
+          "spark.recsql.skew.threshold": "0.01"}
 OFF = {"spark.recsql.skew.enabled": "false"}
+ON = {"spark.recsql.skew.enabled": "true"}  # the settings' thresholds (balancing is off by default)
 
 TC = """WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge)
   UNION (SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src)
@@ -122,7 +124,7 @@ def test_heavy_keys_are_split_and_even_the_join(spark, view):
     of the join holds far less than without splitting."""
     view("edge", bintree(8, up=True), "Src BIGINT, Dst BIGINT")
     off = {s.iteration: s for s in run(spark, TC, OFF)[1]}
-    on = {s.iteration: s for s in run(spark, TC, {"spark.recsql.skew.minRows": "1"})[1]}
+    on = {s.iteration: s for s in run(spark, TC, {**ON, "spark.recsql.skew.minRows": "1"})[1]}
     assert all(s.split_keys == 0 for s in off.values())
     recorded = [s for s in off.values() if s.iteration and s.delta_rows]
     assert recorded and all(s.balance is not None and s.balance >= 1.0 for s in recorded)
@@ -139,4 +141,4 @@ def test_no_heavy_key_leaves_the_iteration_plan_as_it_was(spark, view):
         text = recsql.explain(TC, spark=spark, conf=conf)
         return re.sub(r"#\d+|plan_id=\d+|\[id=\d+\]", "", text)
 
-    assert plan({}) == plan(OFF)
+    assert plan(ON) == plan(OFF)

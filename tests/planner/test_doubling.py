@@ -120,7 +120,8 @@ def test_doubling_with_roll_over_and_skew_splitting_forced(spark, view):
     table = unique_name("arc")
     view(table, edges, "Src int, Dst int")
     conf = {"spark.recsql.doubling.afterIterations": 2, "spark.recsql.rollover.maxRows": 5,
-            "spark.recsql.skew.minRows": 0, "spark.recsql.skew.threshold": 0.01}
+            "spark.recsql.skew.enabled": "true", "spark.recsql.skew.minRows": 0,
+            "spark.recsql.skew.threshold": 0.01}
     result = recsql.run(RIGHT_LINEAR.format(t=table), spark=spark, conf=conf)
     assert set(rows(result.df)) == oracles.transitive_closure(edges)
     assert any(s.slices > 1 for s in result.stats), "the linear rounds rolled over"
