@@ -77,7 +77,9 @@ def from_spark_error(error: PySparkException, user_sql: str, user_ast: exp.Expr 
     else:
         position = _spark_position(error, user_sql)
     cls = RecSQLParseError if isinstance(error, ParseException) else RecSQLAnalysisError
-    return cls(_strip_internal(raw, condition), condition=condition, sql=user_sql, **position)
+    failure = cls(_strip_internal(raw, condition), condition=condition, sql=user_sql, **position)
+    failure.sqlstate = error.getSqlState()  # kept for clients that read it (the server, JDBC)
+    return failure
 
 
 def _strip_internal(message: str, condition: str) -> str:

@@ -209,3 +209,11 @@ def test_runtime_failure_keeps_sparks_condition(spark, expression, condition, ad
     assert advice in text
     if false_advice:
         assert false_advice not in text
+
+
+def test_spark_analysis_error_keeps_sparks_sqlstate(spark):
+    # a recursive branch naming a column that does not exist: Spark's UNRESOLVED_COLUMN, 42703
+    q = GOOD.replace("edge.Cost FROM", "edge.Weight FROM")
+    err = run_error(spark, q, RecSQLAnalysisError)
+    assert err.condition.startswith("UNRESOLVED_COLUMN")
+    assert err.sqlstate == "42703"
