@@ -84,8 +84,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "doubling.afterIterations": ("doubling_after_iterations", 8, _non_negative_int,
                                  "a linear transitive closure still running after this many "
                                  "iterations switches to recursive doubling (0: never)"),
-    # off by default: measured, watching for heavy keys cost 30-70% of a Spark-loop run with
-    # none to split, and splitting saved no time on local[2] (benchmarks/BALANCE.md)
+    # off by default: watching for heavy keys costs up to 8% of a Spark-loop run with none to
+    # split (29-70% under load), and splitting saved no time on local[2] (benchmarks/BALANCE.md,
+    # benchmarks/RESULTS-rmat16-sssp-cc.md)
     "skew.enabled": ("skew_enabled", False, _bool,
                      "split heavy join keys of a delta's join with a base table over all partitions"),
     "skew.threshold": ("skew_threshold", 0.25, _positive_float,

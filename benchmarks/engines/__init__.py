@@ -84,6 +84,6 @@ def all_engines() -> list[Engine]:
     off = {"spark.recsql.endgame.enabled": "false"}
     return [RecsqlEngine("default settings", {}), RecsqlEngine("endgame off", off),
             RecsqlEngine("endgame off, shuffle joins", {**off, "spark.recsql.joinStrategy": "shuffle"}),
-            RecsqlEngine("endgame off, skew off", {**off, "spark.recsql.skew.enabled": "false"}),
+            RecsqlEngine("endgame off, skew on", {**off, "spark.recsql.skew.enabled": "true"}),
             CarefulLoop(), CheckpointLoop(),
             CacheLoop(), SparkNativeEngine(), DuckDBEngine(), ScipyEngine()]
