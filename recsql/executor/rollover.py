@@ -118,7 +118,7 @@ class RunInfo:
 
 class Slices:
     """The runner that cuts an iteration whose join output would explode into slices (see
-    `fixpoint.RUNNERS`), and the hooks by which it watches the iterations run whole."""
+    `fixpoint.GroupRun.runners`), and the hooks by which it watches the iterations run whole."""
 
     def __init__(self, run: Loop) -> None:
         self.loop = run

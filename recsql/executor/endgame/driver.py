@@ -41,7 +41,7 @@ class OverBudget(Exception):
 
 
 class Driver:
-    """The runner that takes the rest of a fixpoint to the driver (see `fixpoint.RUNNERS`)."""
+    """The runner that takes the rest of a fixpoint to the driver (one of `fixpoint.GroupRun.runners`)."""
 
     def __init__(self, run: Loop) -> None:
         self.loop = run
