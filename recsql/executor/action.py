@@ -23,17 +23,19 @@ _names = count()
 
 
 def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: DataFrame, iteration: int,
-                     watched: list[Column], counted: list[Column]) -> tuple[dict, bool]:
+                     watched: list[Column]) -> tuple[dict, bool]:
     """Run the action on `merged` (the state's merge of the candidates) and commit it; the
-    observed metrics, and whether Spark reported the observation (`watched` metrics exist only
-    then; `counted` ones are recomputed from the checkpointed rows when it did not)."""
+    observed metrics (the state's and `watched`), and whether Spark reported the observation
+    (where it did not, the metrics are recomputed from the checkpointed rows, and observations
+    of the candidates are lost)."""
     observation = Observation(f"recsql_{cte.key}_{iteration}_{next(_names)}")
     observed = with_partition(merged).observe(observation, *state.metrics, *watched).drop(PARTITION)
     checkpointed = run.materialize(cte, observed, iteration)
     metrics = observation.get
     reported = "delta_rows" in metrics
     if not reported:  # Spark Connect does not report observations of a checkpoint
-        metrics = with_partition(checkpointed).agg(*state.metrics, *counted).first().asDict()
+        row = with_partition(checkpointed).agg(*state.metrics, *watched).first()
+        metrics = row.asDict() if row is not None else {}
     state.commit(checkpointed, metrics)
     return metrics, reported
 

@@ -17,7 +17,7 @@ from recsql.errors import RecSQLExecutionError
 from recsql.executor import endgame, joinside, recovery, rollover, skew
 from recsql.executor.action import checkpoint_merge, spark_job
 from recsql.executor.limits import SparkLimits
-from recsql.executor.loop import Context, Runner
+from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
 from recsql.executor.schemas import check_width, infer_schemas
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.state import (
@@ -29,11 +29,13 @@ from recsql.executor.state import (
     with_partition,
 )
 from recsql.executor.stats import IterationStats
-from recsql.planner import doubling
+from recsql.planner import doubling, seeds
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
 
 
 class GroupRun:
+    building = 0  # the iteration the runners are building (set by `run`; 0: the base step)
+
     def __init__(self, ctx: Context, group: GroupStep) -> None:
         self.ctx = ctx
         self.group = group
@@ -50,11 +52,15 @@ class GroupRun:
         self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
         self.spark_limits = SparkLimits.of(ctx.spark, group)
         self.skew = skew.Balancer(self)
-        self.rollover = rollover.Slices(self)
+        sliced = rollover.Slices(self)
         # The ways to run the next iteration(s), asked in this order; the first that does not
         # decline runs them: the rest of the fixpoint on the driver, the next iteration in
         # slices, the next iteration whole on Spark (never declines).
-        self.runners: tuple[Runner, ...] = (endgame.Driver(self), self.rollover, Whole(self))
+        self.runners: tuple[Runner, ...] = (endgame.Driver(self), sliced, Whole(self))
+        # What rides on a whole iteration's one action, in this order: heavy keys and the join's
+        # balance (for the next iteration's split), the join output and its next estimate (for
+        # the next iteration's roll-over decision).
+        self.riders: tuple[Rider, ...] = (self.skew, sliced)
 
     # -- running branches -------------------------------------------------------------
 
@@ -62,6 +68,11 @@ class GroupRun:
         key = (cte.key, id(branch))  # a CTE's doubling rule shares its linear branch's index
         if key not in self.texts:
             self.texts[key] = render(_with_contributor(cte, branch), escape_braces=True)
+        # Spark seeds a recursive term's rand(seed), uuid(seed), ... afresh at every step (seed
+        # + steps before it); rendered per iteration, and only for branches that call one
+        shifted = seeds.shift_seeds(branch.select, self.building, self.ctx.args)
+        if branch.recursive and shifted is not branch.select:
+            return render(_with_contributor(cte, branch, shifted), escape_braces=True)
         return self.texts[key]
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
@@ -72,12 +83,13 @@ class GroupRun:
             if df is None:
                 df = self.base(cte, base.table, base.columns)
             bindings[base.binding] = df.hint("broadcast") if broadcast_bases else df
-        used = {k: v for k, v in bindings.items() if "{" + k + "}" in self.text(cte, branch)}
-        return run_sql(self.ctx.spark, self.text(cte, branch), used, self.ctx.args, self.ctx.sql,
-                       branch.select)
+        text = self.text(cte, branch)
+        used = {k: v for k, v in bindings.items() if "{" + k + "}" in text}
+        return run_sql(self.ctx.spark, text, used, self.ctx.args, self.ctx.sql, branch.select)
 
     def base(self, cte: CTEPlan, table: str, columns: tuple[str, ...]) -> DataFrame:
-        """The base table hash-partitioned by its join columns, checkpointed once per run."""
+        """The base table hash-partitioned by its join columns, checkpointed once per statement
+        (its per-partition rows, and its heavy keys with balancing on, observed by that action)."""
         key = base_key(table, columns)
         if key not in self.ctx.bases:
             df = self.ctx.spark.table(table).repartition(self.ctx.partitions, *columns)
@@ -86,18 +98,19 @@ class GroupRun:
                      for k in range(self.ctx.partitions)]
             keys = skew.base_metrics(tuple(columns), self.ctx.settings)
             observed = with_partition(df).observe(observation, *sizes, *keys).drop(PARTITION)
-            self.ctx.bases[key] = self.materialize(cte, observed, 0)
+            partitioned = PartitionedBase(self.materialize(cte, observed, 0))
             counts = observation.get
             if counts:
-                self.ctx.base_sizes[key] = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
-                self.ctx.base_keys[key] = (skew.as_keys(counts.get("skew_top")),
-                                           sum(self.ctx.base_sizes[key]))
-        return self.ctx.bases[key]
+                partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
+                partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
+            self.ctx.bases[key] = partitioned
+        return self.ctx.bases[key].df
 
     def base_sizes(self, branch: Branch) -> list[int] | None:
         """Per-partition rows of the branch's (first) pre-partitioned base table, if known."""
         for base in branch.bases:
-            return self.ctx.base_sizes.get(base.key)
+            known = self.ctx.bases.get(base.key)
+            return known.partition_rows if known is not None else None
         return None
 
     def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame:
@@ -141,6 +154,7 @@ class GroupRun:
             self.check_spark_limits(iteration)
             if iteration >= self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration)
+            self.building = iteration + 1
             try:
                 iteration = next(done for runner in self.runners
                                  if (done := runner.run(iteration)) is not None)
@@ -244,27 +258,25 @@ class GroupRun:
         for cte in self.group.ctes:
             state = self.states[cte.key]
             df, strategy = candidates[cte.key]
-            job_seconds, reported = 0.0, False
+            job_seconds = 0.0
             if df is None:
                 state.no_change()
             else:
                 describe_jobs(self.ctx.spark, f"recsql: {cte.name} iteration {iteration}")
-                merged = state.merge(self.rollover.watch(cte, self.skew.watch(cte, df, iteration)))
-                estimates = self.rollover.metrics(cte)
+                for rider in self.riders:
+                    df = rider.watch(cte, df, iteration)
+                watched = [m for rider in self.riders for m in rider.metrics(cte, state)]
                 job_started = time.perf_counter()
-                metrics, reported = checkpoint_merge(
-                    self, cte, state, merged, iteration,
-                    watched=[*self.skew.metrics(cte, state), *estimates], counted=estimates)
+                metrics, reported = checkpoint_merge(self, cte, state, state.merge(df), iteration, watched)
                 job_seconds = time.perf_counter() - job_started
-                self.skew.observed(cte, metrics)
-                self.rollover.record(cte, metrics)
-            split_keys, balance = self.skew.stats(cte, reported)
+                for rider in self.riders:
+                    rider.observed(cte, metrics, reported)
             seconds = time.perf_counter() - started
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
-                split_keys=split_keys, balance=balance, output_rows=self.rollover.output_rows(cte),
+                **{k: v for rider in self.riders for k, v in rider.report(cte).items()},
             )
             started = time.perf_counter()
             self.stats.append(stats)
@@ -318,9 +330,10 @@ def _label(strategy: str, branch: Branch) -> str:
     return strategy
 
 
-def _with_contributor(cte: CTEPlan, branch: Branch):
-    """A recursive sum/count branch also selects its contributor's identity."""
-    select = branch.select
+def _with_contributor(cte: CTEPlan, branch: Branch, select=None):
+    """A recursive sum/count branch also selects its contributor's identity (`select`: the
+    branch's select as run, if not `branch.select`)."""
+    select = branch.select if select is None else select
     if not (cte.summing and branch.recursive):
         return select
     from sqlglot import exp

@@ -8,13 +8,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 
 from recsql.executor.limits import SparkLimits
 from recsql.executor.state import RelationState
 from recsql.executor.stats import IterationStats
 from recsql.planner.model import Branch, CTEPlan, GroupStep
 from recsql.settings import Settings
+
+
+@dataclass
+class PartitionedBase:
+    """A base table hash-partitioned by its join columns and checkpointed once per statement,
+    with what that one action observed of it."""
+
+    df: DataFrame
+    partition_rows: list[int] | None = None  # None when Spark reports no observation (Connect)
+    top_keys: dict[tuple, int] = field(default_factory=dict)  # its most frequent join keys (skew on)
+
+    @property
+    def rows(self) -> int | None:
+        return None if self.partition_rows is None else sum(self.partition_rows)
 
 
 @dataclass
@@ -27,9 +41,7 @@ class Context:
     args: dict | None
     sql: str  # the user's statement, for error messages
     env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
-    bases: dict[tuple[str, tuple[str, ...]], DataFrame]  # pre-partitioned base tables
-    base_sizes: dict[tuple[str, tuple[str, ...]], list[int]] = field(default_factory=dict)
-    base_keys: dict[tuple[str, tuple[str, ...]], tuple[dict, int]] = field(default_factory=dict)
+    bases: dict[tuple[str, tuple[str, ...]], PartitionedBase]  # by `BaseRelation.key`
     on_iteration: Callable[[IterationStats], None] | None = None
     # a recovery.Recovery (reliable checkpoints and resume), or None; untyped here because
     # recovery.py itself sees the loop through this module
@@ -60,6 +72,30 @@ class Loop(Protocol):
     def materialize(self, cte: CTEPlan, merged: DataFrame, iteration: int) -> DataFrame: ...
 
     def fail_iteration_limit(self, iteration: int, deltas: dict[str, int] | None = None) -> None: ...
+
+
+class Rider(Protocol):
+    """What rides on a whole iteration's one action (`action.checkpoint_merge`), for each CTE:
+    it may observe the candidates, add metrics to the merged state's observation, read them
+    back, and add fields to the iteration's statistics. `fixpoint.GroupRun.riders` lists them."""
+
+    def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
+        """The candidates, possibly observed (the observation then reports with the action)."""
+        ...
+
+    def metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
+        """Aggregates over the merged state (its rows carry `state.delta_flag()`), observed in the
+        action, or recomputed from the checkpointed rows where Spark reports no observation."""
+        ...
+
+    def observed(self, cte: CTEPlan, metrics: dict, reported: bool) -> None:
+        """The action's metrics; `reported` is False where Spark reported no observation (then
+        only `metrics` columns are known, not what `watch` observed)."""
+        ...
+
+    def report(self, cte: CTEPlan) -> dict[str, Any]:
+        """`IterationStats` fields for the iteration just run."""
+        ...
 
 
 class Runner(Protocol):

@@ -43,7 +43,6 @@ from itertools import count
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
-from sqlglot import exp
 
 from recsql.executor import joinside
 from recsql.executor.action import checkpoint_merge
@@ -58,7 +57,6 @@ from recsql.executor.state import (
     with_partition,
 )
 from recsql.executor.stats import IterationStats
-from recsql.planner.checks import equi_joins
 from recsql.planner.model import DELTA, Branch, CTEPlan
 
 HEAVY_KEYS = 1000  # base join keys whose degree is kept exactly
@@ -132,17 +130,19 @@ class Slices:
         """Run the next iteration in slices; None when it needs none (the run is untouched)."""
         return iteration + 1 if step(self.loop, self.info, iteration + 1) else None
 
-    def watch(self, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
+    # -- riding on the whole iterations (loop.Rider): the output counted, the estimates kept
+
+    def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
         return watch(self.loop, self.info, cte, candidates)
 
-    def metrics(self, cte: CTEPlan) -> list[Column]:
+    def metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
         return metrics(self.loop, self.info, cte)
 
-    def record(self, cte: CTEPlan, observed: dict) -> None:
-        record(self.loop, self.info, cte, observed)
+    def observed(self, cte: CTEPlan, metrics: dict, reported: bool) -> None:
+        record(self.loop, self.info, cte, metrics)
 
-    def output_rows(self, cte: CTEPlan) -> int | None:
-        return output_rows(self.loop, self.info, cte)
+    def report(self, cte: CTEPlan) -> dict:
+        return {"output_rows": output_rows(self.loop, self.info, cte)}
 
 
 # -- hooks of GroupRun.step (the one-piece iteration) ----------------------------------------
@@ -242,11 +242,10 @@ def _largest_degree(run: Loop, base: tuple[str, tuple[str, ...]]) -> int | None:
     """A bound on any key's base rows without a job: the most frequent key's count when the
     pre-partitioning action observed the base's top keys (skew.py's sketch, approximate), else
     the base's rows."""
-    top = run.ctx.base_keys.get(base)
-    if top and top[0]:
-        return max(top[0].values())
-    sizes = run.ctx.base_sizes.get(base)
-    return sum(sizes) if sizes is not None else None
+    known = run.ctx.bases.get(base)
+    if known is None:
+        return None
+    return max(known.top_keys.values()) if known.top_keys else known.rows
 
 
 def _degrees(base: DataFrame, columns: tuple[str, ...]) -> Degrees:
@@ -263,26 +262,11 @@ def _degrees(base: DataFrame, columns: tuple[str, ...]) -> Degrees:
 def _probe(run: Loop, branch: Branch, variant: tuple[str, ...]) -> Probe:
     """The rule's sliced (first delta) reference and the base it joins on its group key."""
     ref = branch.refs[variant.index(DELTA)]
-    head = {c.lower(): c for c in run.states[ref.cte].columns}
-    aliases = {_alias(branch, b.binding): b for b in branch.bases}
-    for base_alias, base in aliases.items():
-        pairs = {}
-        for left, right in equi_joins(branch.select):
-            for mine, theirs in ((left, right), (right, left)):
-                if mine.table.lower() == ref.alias.lower() and theirs.table.lower() == base_alias \
-                        and mine.name.lower() in head:
-                    pairs[theirs.name.lower()] = head[mine.name.lower()]
-        if all(c.lower() in pairs for c in base.columns):
-            key = base.key
-            return Probe(ref.cte, tuple(pairs[c.lower()] for c in base.columns), key)
+    for base in branch.bases:
+        join = base.join_of(ref.binding)
+        if join is not None:
+            return Probe(ref.cte, join.columns, base.key)
     return Probe(ref.cte)
-
-
-def _alias(branch: Branch, binding: str) -> str:
-    for table in branch.select.find_all(exp.Table):
-        if isinstance(table.this, exp.Placeholder) and table.this.name == binding:
-            return table.alias_or_name.lower()
-    return binding
 
 
 # -- the rolled-over iteration ---------------------------------------------------------------
@@ -362,7 +346,7 @@ def _merge_slice(run: Loop, ro: RunInfo, cte: CTEPlan, candidates: DataFrame, it
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
     merged = state.merge(watch(run, ro, cte, candidates))
     estimates = metrics(run, ro, cte)
-    observed, _ = checkpoint_merge(run, cte, state, merged, iteration, watched=estimates, counted=estimates)
+    observed, _ = checkpoint_merge(run, cte, state, merged, iteration, watched=estimates)
     record(run, ro, cte, observed)
     return output_rows(run, ro, cte), observed
 

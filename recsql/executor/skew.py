@@ -32,11 +32,12 @@ from functools import cached_property, reduce
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
-from sqlglot import exp
 
 from recsql.executor import joinside
-from recsql.planner import checks
+from recsql.executor.loop import Loop
+from recsql.executor.state import RelationState
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref
+from recsql.settings import Settings
 
 SKETCH_ITEMS = 4096  # approx_top_k's maxItemsTracked: exact below this many distinct values
 PID = "__rq_pid"
@@ -57,44 +58,20 @@ class Join:
 
 
 def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:
-    """The (reference, base table) equi-joins of a recursive branch whose base side is its
-    partition key, from the branch's WHERE / ON conjuncts."""
-    aliases = {t.this.name: t.alias_or_name.lower() for t in branch.select.find_all(exp.Table)
-               if isinstance(t.this, exp.Placeholder)}
-    pairs = checks.equi_joins(branch.select)
+    """The (reference, base table) equi-joins of a recursive branch on the base's partition
+    columns, as the planner recorded them."""
     joins = []
     for ref in branch.refs:
         for base in branch.bases:
-            matched = _matched_columns(pairs, ref.alias.lower(), aliases.get(base.binding, ""))
-            if not all(c.lower() in matched for c in base.columns):
+            found = base.join_of(ref.binding)
+            if found is None:
                 continue
-            columns = tuple(matched[c.lower()] for c in base.columns)
             target = ctes[ref.cte]
             key = {c.lower() for c in target.partition_key}
             # a bag's delta is not placed by its key, so one key's rows are not known to be spread
-            spread = not target.bag and {c.lower() for c in columns} < key
-            joins.append(Join(ref, base, columns, spread))
+            spread = not target.bag and {c.lower() for c in found.columns} < key
+            joins.append(Join(ref, base, found.columns, spread))
     return joins
-
-
-def _matched_columns(pairs, ref_alias: str, base_alias: str) -> dict[str, str]:
-    """base column (lower case) -> the reference column it equals."""
-    matched = {}
-    for left, right in pairs:
-        for a, b in ((left, right), (right, left)):
-            if a.table.lower() == ref_alias and b.table.lower() == base_alias:
-                matched[b.name.lower()] = a.name
-    return matched
-
-
-def splittable(branch: Branch) -> bool:
-    """A branch is the union of its runs over disjoint key sets only if it is a plain
-    select-project-inner-join (an outer join would also keep the rows no key set holds)."""
-    select = branch.select
-    if not isinstance(select, exp.Select) or select.args.get("distinct"):
-        return False
-    return all(not j.side and (j.kind or "INNER").upper() in {"INNER", "CROSS"}
-               for j in select.args.get("joins") or [])
 
 
 def key_filter(columns: tuple[str, ...], keys) -> Column:
@@ -136,7 +113,7 @@ def heavy(counts: dict[tuple, int], total: int, partitions: int, threshold: floa
     return {k: c for k, c in counts.items() if c >= bar}
 
 
-def base_metrics(columns: tuple[str, ...], settings) -> list[Column]:
+def base_metrics(columns: tuple[str, ...], settings: Settings) -> list[Column]:
     """What the base table's one pre-partitioning action also observes: its most frequent keys."""
     if not settings.skew_enabled:
         return []
@@ -147,12 +124,12 @@ class Balancer:
     """Per recursive group: heavy keys seen by the last action, the split branches, and the
     iteration's balance."""
 
-    def __init__(self, run) -> None:
+    def __init__(self, run: Loop) -> None:
         self.run = run
         self.settings = run.ctx.settings
         self.partitions = run.ctx.partitions
         ctes = {c.key: c for c in run.group.ctes}
-        self.joins = {(c.key, b.index): branch_joins(b, ctes) if splittable(b) else []
+        self.joins = {(c.key, b.index): branch_joins(b, ctes) if b.splittable else []
                       for c in run.group.ctes for b in c.recursive_branches}
         self.delta_top: dict[tuple, dict[tuple, int]] = {}  # (cte, columns) -> heavy candidates
         self.delta_hits: dict[tuple, dict[tuple, int]] = {}  # (join) -> delta rows of base-heavy keys
@@ -175,26 +152,25 @@ class Balancer:
         return sorted({j.ref_columns for j in self.reading(cte) if j.spread})
 
     def base_heavy(self, join: Join) -> dict[tuple, int]:
-        known = self.run.ctx.base_keys.get(join.base_key)
-        if not known:
+        known = self.run.ctx.bases.get(join.base_key)
+        if known is None or not known.top_keys or known.rows is None:
             return {}
-        counts, total = known
-        return heavy(counts, total, self.partitions, self.settings.skew_threshold,
+        return heavy(known.top_keys, known.rows, self.partitions, self.settings.skew_threshold,
                      self.settings.skew_min_rows)
 
-    def metrics(self, cte: CTEPlan, state) -> list[Column]:
+    def metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
         """Added to the iteration's one observation of `cte`'s merged state: the next delta's
         most frequent join keys, and its rows of each base table's heavy keys."""
         if not self.enabled:
             return []
         # Built once per run (each Column node is a Py4J round trip), and again if a base table
         # was first pre-partitioned (so its heavy keys became known) since.
-        key = (cte.key, len(self.run.ctx.base_keys))
+        key = (cte.key, sum(bool(b.top_keys) for b in self.run.ctx.bases.values()))
         if key not in self.metric_columns:
             self.metric_columns[key] = self.build_metrics(cte, state)
         return self.metric_columns[key]
 
-    def build_metrics(self, cte: CTEPlan, state) -> list[Column]:
+    def build_metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
         flag = state.delta_flag()
         out = [top_k(F.when(flag, key_column(cols)), self.settings.skew_max_keys + 1)
                .alias(f"skew_top_{i}") for i, cols in enumerate(self.top_columns(cte.key))]
@@ -204,7 +180,9 @@ class Balancer:
                            .alias(f"skew_hit_{i}_{n}"))
         return out
 
-    def observed(self, cte: CTEPlan, metrics: dict) -> None:
+    def observed(self, cte: CTEPlan, metrics: dict, reported: bool) -> None:
+        if not reported:  # Spark Connect: the candidates' observation never reports
+            self.watches.pop(cte.key, None)
         if not self.enabled:
             return
         for i, cols in enumerate(self.top_columns(cte.key)):
@@ -219,7 +197,8 @@ class Balancer:
     def choose(self, join: Join, delta_rows: int) -> tuple[dict, dict]:
         """(keys whose base rows are replicated, keys whose delta rows are replicated)."""
         s = self.settings
-        base_known = self.run.ctx.base_keys.get(join.base_key, ({}, 0))[0]
+        known = self.run.ctx.bases.get(join.base_key)
+        base_known = known.top_keys if known is not None else {}
         floor = min(base_known.values()) if len(base_known) >= s.skew_max_keys else 0
         replicate_base, replicate_delta = {}, {}
         if join.spread:
@@ -280,9 +259,10 @@ class Balancer:
     # -- the iteration's balance --------------------------------------------------------
 
     def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
-        """Observe how many candidate rows each task of the join produced (same action)."""
+        """Observe how many candidate rows each task of the join produced (same action); only
+        with balancing on: the sketch over every candidate row is not free."""
         self.watches.pop(cte.key, None)
-        if iteration == 0:
+        if iteration == 0 or not self.enabled:
             return candidates
         observation = Observation(f"recsql_balance_{cte.key}_{iteration}_{id(self)}")
         self.watches[cte.key] = observation
@@ -294,13 +274,13 @@ class Balancer:
         """Built once per run: every Column node costs a Py4J round trip."""
         return F.spark_partition_id(), top_k(F.col(PID), SKETCH_ITEMS).alias("tasks")
 
-    def stats(self, cte: CTEPlan, reported: bool) -> tuple[int, float | None]:
-        """(keys split, balance) of the iteration just run; resets the split count."""
+    def report(self, cte: CTEPlan) -> dict:
+        """The iteration's keys split and balance (None where nothing was observed); resets."""
         split = self.split.pop(cte.key, 0)
         observation = self.watches.pop(cte.key, None)
-        if observation is None or not reported:  # Spark Connect reports no observations
-            return split, None
-        return split, balance(as_keys(observation.get.get("tasks")), self.partitions)
+        tasks = observation.get.get("tasks") if observation is not None else None
+        return {"split_keys": split,
+                "balance": balance(as_keys(tasks), self.partitions) if tasks else None}
 
 
 def balance(task_rows: dict[tuple, int], partitions: int) -> float | None:

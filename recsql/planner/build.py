@@ -7,6 +7,7 @@ aggregate): such a query goes to Spark untouched.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from sqlglot import exp
 
@@ -28,11 +29,14 @@ from recsql.planner.model import (
     HeadColumn,
     QueryPlan,
     Ref,
+    RefJoin,
     Step,
     ViewStep,
 )
 from recsql.planner.scc import strongly_connected
 from recsql.planner.scoping import hoist_nested_withs
+
+E = TypeVar("E", bound=exp.Expr)
 
 NOT_PREMAPPABLE = (
     "it is not pre-mappable: its value over a union is not a function of its values over the "
@@ -58,7 +62,7 @@ class CTEDef:
         return any(isinstance(c, AggregateColumn) for c in self.column_list or [])
 
 
-def plan_query(query: exp.Expr, sql: str, catalog: Catalog) -> QueryPlan | None:
+def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None:
     """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is."""
     query = hoist_nested_withs(query)
     with_ = query.args.get("with_")
@@ -196,6 +200,8 @@ class _Planner:
             return self.output_names(query.this)
         if isinstance(query, exp.Values):
             return _values_names(query)
+        if not isinstance(query, exp.Selectable):  # never: a branch or a derived table's body
+            raise AssertionError(f"a {type(query).__name__} has no output columns")
         if not isinstance(query, exp.Select):
             return _output_names(query)
         names: list[str] = []
@@ -297,14 +303,17 @@ class _Planner:
                 if keys and ref_side.name.lower() in keys and base_side.table.lower() not in ref_keys:
                     slot = keys.index(ref_side.name.lower())
                     join_columns.setdefault(base_side.table.lower(), {})[slot] = base_side.name
-        bases = []
+        bases: list[BaseRelation] = []
         for table in _source_tables(branch.select):
             columns = join_columns.get(table.alias_or_name.lower())
             if not columns or table.name.lower() in self.defs or not isinstance(table.this, exp.Identifier):
                 continue
             self.check_columns(table, columns.values())
             binding = f"rq_base_{len(bases)}"
-            bases.append(BaseRelation(binding, _table_sql(table), tuple(columns[k] for k in sorted(columns))))
+            partition = tuple(columns[k] for k in sorted(columns))
+            joins = _ref_joins(branch, table.alias_or_name, partition,
+                               {r.binding: self.head_of(r.cte) for r in branch.refs})
+            bases.append(BaseRelation(binding, _table_sql(table), partition, joins))
             table.replace(bound_table(binding, table.alias_or_name))
             if len(ref_keys) == 1 and set(columns) == set(range(len(next(iter(ref_keys.values()))))):
                 branch.copartitioned = True
@@ -326,7 +335,7 @@ class _Planner:
                     **locate(column, self.sql),
                 )
 
-    def bind_ctes(self, node: exp.Expr, names: set[str]) -> exp.Expr:
+    def bind_ctes(self, node: E, names: set[str]) -> E:
         """Replace references to completed CTEs by `{cte_<name>}` bindings."""
         for table in _cte_tables(node, names):
             table.replace(bound_table(cte_binding(table.name), table.alias_or_name))
@@ -351,6 +360,26 @@ def _variants(n_refs: int, bag: bool) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(DELTA if i == j else ALL for i in range(n_refs)) for j in range(n_refs))
 
 
+def _ref_joins(branch: Branch, base_alias: str, columns: tuple[str, ...],
+               heads: dict[str, list[HeadColumn]]) -> tuple[RefJoin, ...]:
+    """The references of `branch` equi-joined with the base aliased `base_alias` on every one of
+    its partition `columns`, each with its own (head) columns in the order of `columns`."""
+    base_alias = base_alias.lower()
+    pairs = checks.equi_joins(branch.select)
+    joins = []
+    for ref in branch.refs:
+        head = {c.name.lower(): c.name for c in heads[ref.binding]}
+        matched: dict[str, str] = {}
+        for left, right in pairs:
+            for mine, theirs in ((left, right), (right, left)):
+                if mine.table.lower() == ref.alias.lower() and theirs.table.lower() == base_alias \
+                        and mine.name.lower() in head:
+                    matched[theirs.name.lower()] = head[mine.name.lower()]
+        if all(c.lower() in matched for c in columns):
+            joins.append(RefJoin(ref.binding, tuple(matched[c.lower()] for c in columns)))
+    return tuple(joins)
+
+
 def _source_tables(select: exp.Expr) -> list[exp.Table]:
     """Tables in the FROM and JOIN clauses of the top-level select."""
     tables = []
@@ -368,7 +397,7 @@ def _output_exprs(query: exp.Query) -> list[exp.Expr]:
     return [e.unalias().copy() for e in select.expressions] if select else []
 
 
-def _output_names(query: exp.Query) -> list[str]:
+def _output_names(query: exp.Selectable) -> list[str]:
     return [e.alias_or_name or e.sql("rasql") for e in query.selects]
 
 

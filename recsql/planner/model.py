@@ -47,12 +47,27 @@ class Ref:
 
 
 @dataclass(frozen=True)
+class RefJoin:
+    """A recursive reference equi-joined with a base table on all of the base's partition columns."""
+
+    ref: str  # the `Ref.binding`
+    columns: tuple[str, ...]  # the reference's head columns, paired with the base's columns in order
+
+
+@dataclass(frozen=True)
 class BaseRelation:
     """A base table in a recursive branch, pre-partitioned by the columns it joins a ref on."""
 
     binding: str
     table: str  # the table's SQL name (as written)
     columns: tuple[str, ...]  # partition columns, in the order of the ref's partition key
+    # every reference joined with it on all of `columns`: what the executor's strategies (skew,
+    # roll-over) need of the branch's joins, recorded here so they never re-read the SQL
+    joins: tuple[RefJoin, ...] = ()
+
+    def join_of(self, ref: str) -> RefJoin | None:
+        """The join of reference binding `ref` with this base, if any."""
+        return next((j for j in self.joins if j.ref == ref), None)
 
     @property
     def key(self) -> tuple[str, tuple[str, ...]]:
@@ -78,6 +93,16 @@ class Branch:
     @property
     def recursive(self) -> bool:
         return bool(self.refs)
+
+    @property
+    def splittable(self) -> bool:
+        """The branch is the union of its runs over disjoint sets of join keys: a plain
+        select-project-inner-join (an outer join would also keep the rows no key set holds)."""
+        select = self.select
+        if not isinstance(select, exp.Select) or select.args.get("distinct"):
+            return False
+        return all(not j.side and (j.kind or "INNER").upper() in {"INNER", "CROSS"}
+                   for j in select.args.get("joins") or [])
 
 
 @dataclass

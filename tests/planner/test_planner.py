@@ -55,6 +55,20 @@ def test_sssp_plan_keys_and_bases():
     assert "base edge pre-partitioned by (Src)" in text
 
 
+def test_base_joins_recorded_for_the_executor():
+    # each base records which references join it on its partition columns, with the reference's
+    # head columns in the base's column order (the executor's strategies never re-read the SQL)
+    (cte,) = plan(SSSP).groups[0].ctes
+    (rec,) = cte.recursive_branches
+    (ref,) = rec.refs
+    assert [(j.ref, j.columns) for j in rec.bases[0].joins] == [(ref.binding, ("Dst",))]
+    # written in the other order, paired in the base's column order
+    q = ("WITH recursive r (A, B) AS (SELECT Src, Dst FROM edge) UNION "
+         "(SELECT e.Dst, e.Src FROM r, edge e WHERE r.b = e.Dst AND r.a = e.Src) SELECT * FROM r")
+    (rec,) = plan(q).groups[0].ctes[0].recursive_branches
+    assert [(b.columns, [j.columns for j in b.joins]) for b in rec.bases] == [(("Src", "Dst"), [("A", "B")])]
+
+
 def test_no_recursion_no_aggregate_goes_to_spark():
     assert plan("WITH a AS (SELECT Src FROM edge) SELECT * FROM a") is None
     assert plan("SELECT * FROM edge") is None
