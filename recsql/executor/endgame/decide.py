@@ -133,7 +133,7 @@ def _relation_df(run: Loop, branch: Branch, key: tuple) -> DataFrame:
         # Spark loop never joined would cost a shuffle and a checkpoint for nothing.
         base = next(b for b in branch.bases if b.key == key[1:])
         partitioned = run.ctx.bases.get(base.key)
-        return partitioned if partitioned is not None else run.ctx.spark.table(base.table)
+        return partitioned.df if partitioned is not None else run.ctx.spark.table(base.table)
     if kind == "env":
         return run.ctx.env[key[1]]
     return run.ctx.spark.table(key[1])
