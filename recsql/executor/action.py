@@ -34,10 +34,17 @@ def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: Data
     metrics = observation.get
     reported = "delta_rows" in metrics
     if not reported:  # Spark Connect does not report observations of a checkpoint
-        row = with_partition(checkpointed).agg(*state.metrics, *watched).first()
-        metrics = row.asDict() if row is not None else {}
+        metrics = aggregate(with_partition(checkpointed), [*state.metrics, *watched])
     state.commit(checkpointed, metrics)
     return metrics, reported
+
+
+def aggregate(df: DataFrame, columns: list[Column]) -> dict:
+    """An ungrouped aggregate of `df`: its one row, as a dict."""
+    row = df.agg(*columns).first()
+    if row is None:  # never: an aggregate without GROUP BY has exactly one row
+        raise AssertionError("an ungrouped aggregate returned no row")
+    return row.asDict()
 
 
 @contextmanager

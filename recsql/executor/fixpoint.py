@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from pyspark.sql import DataFrame, Observation
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from recsql.errors import RecSQLExecutionError
@@ -39,8 +39,9 @@ class GroupRun:
     def __init__(self, ctx: Context, group: GroupStep) -> None:
         self.ctx = ctx
         self.group = group
-        self.texts = {}  # (cte, branch) -> SQL text, rendered once
-        self.shapes = {}  # (cte, branch, width) -> the Columns that shape its output
+        self.texts: dict[tuple[str, int], str] = {}  # (cte, id(branch)) -> SQL text, rendered once
+        # (cte, id(branch), width) -> the names and Columns that shape its output
+        self.shapes: dict[tuple[str, int, int], tuple[list[str], list[Column]]] = {}
         self.stats: list[IterationStats] = []
         schemas = infer_schemas(self, group)
         self.states: dict[str, RelationState] = {
@@ -339,7 +340,7 @@ def _with_contributor(cte: CTEPlan, branch: Branch, select=None):
     from sqlglot import exp
 
     select = select.copy()
-    parts = [exp.Literal.string("b"), exp.Literal.number(branch.index)]
+    parts: list[exp.Expr] = [exp.Literal.string("b"), exp.Literal.number(branch.index)]
     for i, expr in enumerate(branch.contributor):
         parts += [exp.Literal.string(f"c{i}"), expr.copy()]
     identity = exp.Anonymous(this="TO_JSON", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=parts)])

@@ -39,13 +39,14 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import reduce
 from itertools import count
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from recsql.executor import joinside
-from recsql.executor.action import checkpoint_merge
+from recsql.executor.action import aggregate, checkpoint_merge
 from recsql.executor.loop import Loop
 from recsql.executor.spark_sql import describe_jobs
 from recsql.executor.state import (
@@ -53,7 +54,6 @@ from recsql.executor.state import (
     BagState,
     RelationState,
     SetState,
-    union_all,
     with_partition,
 )
 from recsql.executor.stats import IterationStats
@@ -161,14 +161,15 @@ def metrics(run: Loop, ro: RunInfo, cte: CTEPlan, flag: Column | None = None) ->
     """The delta-side estimates that ride on the merge of `cte`'s state: for each rule reading
     its delta against a base whose degrees are known, the sum of the degrees over the rows
     `flag` marks (default: the state's next delta)."""
-    probes = [p for p in ro.probes.values() if p.state == cte.key and p.base in ro.degrees]
+    probes = [(p, ro.degrees[p.base]) for p in ro.probes.values()
+              if p.state == cte.key and p.base is not None and p.base in ro.degrees]
     if not probes:
         return []
     flag = run.states[cte.key].delta_flag() if flag is None else flag
     found = {}
-    for probe in probes:
+    for probe, degrees in probes:
         if probe.metric not in found:
-            degree = ro.degrees[probe.base].expr(probe.columns)
+            degree = degrees.expr(probe.columns)
             found[probe.metric] = F.sum(F.when(flag, degree)).alias(probe.metric)
     return list(found.values())
 
@@ -233,7 +234,7 @@ def _estimate(run: Loop, ro: RunInfo, probe: Probe) -> int:
     if probe.base not in ro.degrees:
         ro.degrees[probe.base] = _degrees(base, columns)
     degree = ro.degrees[probe.base].expr(probe.columns)
-    value = state.delta.agg(F.sum(degree)).first()[0]
+    value = aggregate(state.delta, [F.sum(degree).alias("rows")])["rows"]
     ro.observed[probe.metric] = (state.delta, int(value or 0))
     return int(value or 0)
 
@@ -291,7 +292,7 @@ def step(run: Loop, ro: RunInfo, iteration: int) -> bool:
             parts = [_slice_output(run, cte, rule, s, n) for rule in rules if rule[0] is cte]
             if not parts:
                 continue
-            rows, observed = _merge_slice(run, ro, cte, union_all(parts), iteration, s, n)
+            rows, observed = _merge_slice(run, ro, cte, reduce(DataFrame.unionByName, parts), iteration, s, n)
             state = run.states[cte.key]
             slice_deltas[cte.key].append((state.delta, observed))
             if rows is not None:
@@ -356,8 +357,8 @@ def _final_delta(run: Loop, ro: RunInfo, cte: CTEPlan, iteration: int, deltas: l
     final value (one action: checkpoint it and observe its sizes and estimates)."""
     state = run.states[cte.key]
     key = state.key
-    changed = union_all([d.select(*[F.col(k).alias(f"__rq_k{i}") for i, k in enumerate(key)])
-                         for d in deltas])
+    changed = reduce(DataFrame.unionByName,
+                     [d.select(*[F.col(k).alias(f"__rq_k{i}") for i, k in enumerate(key)]) for d in deltas])
     condition = F.lit(True)
     for i, k in enumerate(key):
         condition = condition & F.col(k).eqNullSafe(F.col(f"__rq_k{i}"))
@@ -372,7 +373,7 @@ def _final_delta(run: Loop, ro: RunInfo, cte: CTEPlan, iteration: int, deltas: l
     checkpointed = run.materialize(cte, observed_delta, iteration)
     observed = observation.get
     if "delta_rows" not in observed:  # Spark Connect
-        observed = with_partition(checkpointed).agg(*sizes).first().asDict()
+        observed = aggregate(with_partition(checkpointed), sizes)
     state.replace_delta(checkpointed, observed)
     record(run, ro, cte, observed)
 
@@ -382,7 +383,7 @@ def _union_deltas(run: Loop, ro: RunInfo, cte: CTEPlan, state: RelationState,
     """Set and bag states: the next delta is every slice's delta (no job)."""
     sizes = {name: sum(m.get(name, 0) for _, m in deltas)
              for name in ["delta_rows", *[f"delta_p{k}" for k in range(state.partitions)]]}
-    state.replace_delta(union_all([d for d, _ in deltas]), sizes)
+    state.replace_delta(reduce(DataFrame.unionByName, [d for d, _ in deltas]), sizes)
     names = {name for _, m in deltas for name in m if name.startswith("rollover_")}
     for name in names:
         ro.observed[name] = (state.delta, sum(int(m.get(name) or 0) for _, m in deltas))

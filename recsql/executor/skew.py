@@ -132,7 +132,7 @@ class Balancer:
         self.joins = {(c.key, b.index): branch_joins(b, ctes) if b.splittable else []
                       for c in run.group.ctes for b in c.recursive_branches}
         self.delta_top: dict[tuple, dict[tuple, int]] = {}  # (cte, columns) -> heavy candidates
-        self.delta_hits: dict[tuple, dict[tuple, int]] = {}  # (join) -> delta rows of base-heavy keys
+        self.delta_hits: dict[Join, dict[tuple, int]] = {}  # delta rows of each base-heavy key
         self.spread_bases: dict[tuple, DataFrame] = {}
         self.split: dict[str, int] = {}  # cte -> keys split this iteration
         self.watches: dict[str, Observation] = {}
