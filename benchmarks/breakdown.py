@@ -88,7 +88,9 @@ def main(argv=None) -> None:
 
 
 def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
-    med = lambda key: statistics.median(r[key] for r in runs)
+    def med(key):
+        return statistics.median(r[key] for r in runs)
+
     n = statistics.median(r["iterations"] for r in runs)
     fixed = med("before_iterations") - med("base_step")
     per_driver = statistics.median(d for r in runs for d, _ in r["per_iteration"])

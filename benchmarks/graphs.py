@@ -55,7 +55,7 @@ class Graph:
             self._path = path
         return self._path
 
-    def made_symmetric(self) -> "Graph":
+    def made_symmetric(self) -> Graph:
         """Both directions of every edge (for connected components)."""
         if self.symmetric:
             return self

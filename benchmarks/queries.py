@@ -5,8 +5,8 @@ Oracles use networkx up to ORACLE_NX_MAX_EDGES edges and scipy.sparse.csgraph ab
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

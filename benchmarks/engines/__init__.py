@@ -74,8 +74,8 @@ def to_rows(answer) -> set:
 
 
 def all_engines() -> list[Engine]:
-    from .duckdb_engine import DuckDBEngine
     from .careful import CarefulLoop
+    from .duckdb_engine import DuckDBEngine
     from .loops import CacheLoop, CheckpointLoop
     from .recsql_engine import RecsqlEngine
     from .scipy_engine import ScipyEngine

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import time
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from . import Engine, Outcome, TimedOut, Workload
 
@@ -30,7 +31,8 @@ def _plan(w: Workload):
 
     if q == "sssp":
         init = spark.createDataFrame([(s, 0)], "K BIGINT, V BIGINT")
-        return "min", ["K"], ["K", "V"], init, lambda d: join(d).select(F.col("Dst").alias("K"), (F.col("V") + F.col("Cost")).alias("V"))
+        return "min", ["K"], ["K", "V"], init, lambda d: join(d).select(
+            F.col("Dst").alias("K"), (F.col("V") + F.col("Cost")).alias("V"))
     if q == "cc":
         init = e.select(F.col("Src").alias("K"), F.col("Src").alias("V"))
         return "min", ["K"], ["K", "V"], init, lambda d: join(d).select(F.col("Dst").alias("K"), F.col("V"))
@@ -42,7 +44,8 @@ def _plan(w: Workload):
         return "set", ["A", "K"], ["A", "K"], init, lambda d: join(d).select("A", F.col("Dst").alias("K"))
     if q == "apsp":
         init = e.select(F.col("Src").alias("A"), F.col("Dst").alias("K"), F.col("Cost").alias("V"))
-        return "min", ["A", "K"], ["A", "K", "V"], init, lambda d: join(d).select("A", F.col("Dst").alias("K"), (F.col("V") + F.col("Cost")).alias("V"))
+        return "min", ["A", "K"], ["A", "K", "V"], init, lambda d: join(d).select(
+            "A", F.col("Dst").alias("K"), (F.col("V") + F.col("Cost")).alias("V"))
     if q == "cpaths":
         init = spark.createDataFrame([(s, 1)], "K BIGINT, V BIGINT")
         return "sum", ["K"], ["K", "V"], init, lambda d: join(d).select(F.col("Dst").alias("K"), F.col("V"))

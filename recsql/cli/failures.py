@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
@@ -25,8 +27,9 @@ def _other(error: BaseException) -> str:
             "(run with -v for the traceback)")
 
 
-# exception type -> its spark-sql style text (first match wins)
-RENDERERS = (
+# exception type -> its spark-sql style text (first match wins); a renderer takes errors of its
+# own type (Any: only the isinstance test in `render` ties the two, which mypy cannot see)
+RENDERERS: tuple[tuple[type[BaseException], Callable[[Any], str]], ...] = (
     (RecSQLError, str),
     (PySparkException, _spark),
     (Exception, _other),

@@ -10,8 +10,10 @@ import bz2
 import gzip
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import islice
+from typing import IO, Any
 
 import click
 from pyspark.errors import PySparkException
@@ -28,7 +30,7 @@ FORMATS: dict[str, tuple[str, dict[str, str]]] = {
     ".ndjson": ("json", {}),
     ".parquet": ("parquet", {}),
 }
-COMPRESSED = {".gz": gzip.open, ".bz2": bz2.open}
+COMPRESSED: dict[str, Callable[..., IO[Any]]] = {".gz": gzip.open, ".bz2": bz2.open}
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _EXTENSIONS = "|".join(re.escape(e) for e in FORMATS)
 _COMPRESSIONS = "|".join(re.escape(e) for e in COMPRESSED)
@@ -80,7 +82,7 @@ def parse_spec(text: str) -> TableSpec:
 
 def sample_lines(path: str, limit: int = SAMPLE_LINES) -> list[str]:
     """The first non-comment, non-blank lines of a local text file (decompressed)."""
-    opener = COMPRESSED.get(os.path.splitext(path.lower())[1], open)
+    opener: Callable[..., IO[Any]] = COMPRESSED.get(os.path.splitext(path.lower())[1], open)
     if "://" in path or os.path.isdir(path):
         return []
     with opener(path, "rt", encoding="utf-8", errors="replace") as stream:

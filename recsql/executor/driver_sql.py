@@ -44,7 +44,7 @@ class Untranslatable(Exception):
     """A branch the driver cannot evaluate exactly like Spark: it stays on Spark."""
 
 
-def strict_casts(select: exp.Expression) -> None:
+def strict_casts(select: exp.Expr) -> None:
     """sqlglot reads Spark's CAST as TRY_CAST (NULL on failure, Spark's non-ANSI meaning). The
     driver casts strictly: a failing cast raises in DuckDB and hands the iteration back to
     Spark, which then applies its own cast semantics (an error under ANSI, NULL without)."""
@@ -52,7 +52,7 @@ def strict_casts(select: exp.Expression) -> None:
         node.replace(exp.Cast(this=node.this, to=node.to))
 
 
-def check_forms(select: exp.Expression) -> None:
+def check_forms(select: exp.Expr) -> None:
     """Every node of the branch is an allowed form (no DuckDB needed: decided before any data
     moves to the driver)."""
     if not isinstance(select, exp.Select):
@@ -75,7 +75,7 @@ def _plain_number(text: str) -> bool:
     return whole.isdigit() and (fraction == "" or fraction.isdigit())
 
 
-def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expression]]]:
+def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expr]]]:
     """(rule, operands) for each node whose meaning depends on its operands' types."""
     for node in select.walk():
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
@@ -99,7 +99,7 @@ def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expressio
             yield "cast", [node.this]
 
 
-def check_types(select: exp.Select, types_of: Callable[[list[exp.Expression]], list[str]]) -> None:
+def check_types(select: exp.Select, types_of: Callable[[list[exp.Expr]], list[str]]) -> None:
     """The operand types of every typed node are ones both engines treat alike.
 
     `types_of(expressions)` gives DuckDB's type names of expressions evaluated in the branch's

@@ -220,27 +220,27 @@ class GroupCheckpoints:
         """Restore the latest complete matching checkpoint; its iteration, or None."""
         if self.recovery is None or not self.recovery.resume:
             return None
-        return self._load_latest()
+        return self._load_latest(self.recovery)
 
     def after_step(self, iteration: int) -> None:
         rec = self.recovery
         if rec is None or rec.interval <= 0 or iteration % rec.interval:
             return
         group_dir = rec.group_dir(self.run)
-        self._write(f"{group_dir}/iter-{iteration}", iteration)
+        self._write(rec, f"{group_dir}/iter-{iteration}", iteration)
         self.latest = iteration
         for old, _ in _complete_checkpoints(group_dir):
             if old != iteration:
                 _delete(f"{group_dir}/iter-{old}")
 
-    def _write(self, where: str, iteration: int) -> None:
+    def _write(self, rec: Recovery, where: str, iteration: int) -> None:
         """Write a checkpoint; lost blocks become `BlocksLost`. The write reads the iteration's
         `localCheckpoint`ed state, so an executor that dies after the iteration's action and
         before this write (seen on a standalone cluster) fails the write the way it would fail
         the next iteration; left as a raw Py4JJavaError it ended the statement. The partial
         directory has no manifest, so recovery reloads the checkpoint before it."""
         try:
-            write_checkpoint(self.run, where, iteration, self.recovery.fingerprint)
+            write_checkpoint(self.run, where, iteration, rec.fingerprint)
         except Exception as error:  # classic (Py4J) and Connect errors alike
             if not lost_blocks(str(error)):
                 raise
@@ -252,19 +252,19 @@ class GroupCheckpoints:
     def recover(self, error: BlocksLost) -> int:
         """Reload the latest complete checkpoint after lost blocks; its iteration. Re-raises
         `error` when there is none or the retries are used up."""
-        if self.recovery is None or self.recoveries >= MAX_RECOVERIES:
+        rec = self.recovery
+        if rec is None or self.recoveries >= MAX_RECOVERIES:
             raise error
         self.recoveries += 1
         self.run.ctx.bases.clear()  # the pre-partitioned base tables may have died too
-        iteration = self._load_latest()
+        iteration = self._load_latest(rec)
         if iteration is None:
             raise error
         log.warning("recsql: %s; continuing from the checkpoint of iteration %d (recovery %d/%d)",
                     error, iteration, self.recoveries, MAX_RECOVERIES)
         return iteration
 
-    def _load_latest(self) -> int | None:
-        rec = self.recovery
+    def _load_latest(self, rec: Recovery) -> int | None:
         group_dir = rec.group_dir(self.run)
         for iteration, manifest in reversed(_complete_checkpoints(group_dir)):
             if manifest.get("fingerprint") != rec.fingerprint or manifest.get(

@@ -64,7 +64,7 @@ class Runner:
     on_iteration: Callable[[IterationStats], None] | None = None
     resume: bool = False  # continue recursive groups from their latest matching checkpoint
 
-    def plan(self, query: exp.Expr, sql: str) -> QueryPlan | None:
+    def plan(self, query: exp.Query, sql: str) -> QueryPlan | None:
         with quiet_pyspark_error_logs():
             return plan_query(query, sql, SparkCatalog(self.spark))
 
@@ -119,7 +119,12 @@ class Runner:
 
     def partitions(self) -> int:
         configured = self.settings.partitions
-        return configured or int(self.spark.conf.get("spark.sql.shuffle.partitions", "200"))
+        if configured:
+            return configured
+        width = self.spark.conf.get("spark.sql.shuffle.partitions", "200")
+        if width is None:  # never with a default given; pyspark types get() as Optional regardless
+            raise AssertionError("spark.sql.shuffle.partitions has no value")
+        return int(width)
 
     def iteration_settings(self):
         """AQE off keeps the state's hash partitioning visible to the planner (one exchange per

@@ -39,10 +39,12 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
         changed = False
         for cte in group.ctes:
             for branch in cte.recursive_branches:
-                if any(types[r.cte] is None for r in branch.refs):
+                ref_types = {r.cte: types[r.cte] for r in branch.refs}
+                known = {key: t for key, t in ref_types.items() if t is not None}
+                if len(known) < len(ref_types):
                     continue
                 refs = {
-                    r.binding: run.ctx.spark.createDataFrame([], _schema(group, r.cte, types[r.cte]))
+                    r.binding: run.ctx.spark.createDataFrame([], _schema(group, r.cte, known[r.cte]))
                     for r in branch.refs
                 }
                 # the tables as they are: typing needs no pre-partitioned (checkpointed) base

@@ -109,11 +109,11 @@ def overridden_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[N
     try:
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)
 
 
 @contextlib.contextmanager

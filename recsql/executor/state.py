@@ -9,13 +9,15 @@ checkpoints it, `commit` derives `all` and `delta` from it without further jobs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
+from typing import TypedDict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DoubleType, FloatType, StructType
 
-from recsql.planner.model import CTEPlan
+from recsql.planner.model import CTEPlan, HeadColumn
 
 CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contrib"
 PARTITION = "__rq_partition"
@@ -29,6 +31,23 @@ def with_partition(df: DataFrame) -> DataFrame:
     drop the column again after observing."""
     return df.withColumn(PARTITION, F.spark_partition_id())
 EXTREMA = {"min": F.min, "max": F.max}
+
+
+def _extremum(column: HeadColumn) -> Callable[[Column | str], Column]:
+    """min or max, for a min()/max() head column."""
+    if column.agg is None:  # never: called on `CTEPlan.aggregates` only
+        raise AssertionError(f"`{column.name}` is a group-key column, not an aggregate")
+    return EXTREMA[column.agg]
+
+
+class _ExtremaMerge(TypedDict):
+    """`ExtremaState.merge`'s expressions: aggregates, and projections (which take names too)."""
+
+    best: list[Column]
+    old: list[Column | str]
+    new: list[Column | str]
+    merged: list[Column]
+    result: list[Column | str]
 
 
 class RelationState:
@@ -149,21 +168,21 @@ class ExtremaState(RelationState):
         return merged.select(*plan["result"])
 
     @cached_property
-    def merge_columns(self) -> dict[str, list[Column]]:
+    def merge_columns(self) -> _ExtremaMerge:
         """The merge's expressions, built once per state (see `metrics`)."""
         aggs = self.cte.aggregates
         changed = ~F.col(OLD)
         for c in aggs:
             changed = changed | ~F.col(c.name).eqNullSafe(F.col(OLD + c.name))
         return {
-            "best": [EXTREMA[c.agg](c.name).alias(c.name) for c in aggs],
+            "best": [_extremum(c)(c.name).alias(c.name) for c in aggs],
             "old": [*self.key, *[F.col(c.name) for c in aggs],
                     *[F.col(c.name).alias(OLD + c.name) for c in aggs], F.lit(True).alias(OLD)],
             "new": [*self.key, *[F.col(c.name) for c in aggs],
                     *[F.lit(None).cast(self.schema[c.name].dataType).alias(OLD + c.name)
                       for c in aggs],
                     F.lit(False).alias(OLD)],
-            "merged": [*[EXTREMA[c.agg](c.name).alias(c.name) for c in aggs],
+            "merged": [*[_extremum(c)(c.name).alias(c.name) for c in aggs],
                        *[F.max(OLD + c.name).alias(OLD + c.name) for c in aggs],
                        F.max(OLD).alias(OLD)],
             "result": [*self.columns, changed.alias(CHANGED)],
@@ -248,7 +267,7 @@ class BagState(RelationState):
 
     COMPACT_EVERY = 16
 
-    def __init__(self, spark, cte, schema, partitions):
+    def __init__(self, spark: SparkSession, cte: CTEPlan, schema: StructType, partitions: int) -> None:
         super().__init__(spark, cte, schema, partitions)
         self.parts: list[DataFrame] = []
 
@@ -260,9 +279,13 @@ class BagState(RelationState):
         self._sizes(metrics)
         self.total_rows += self.delta_rows
         self.parts.append(self.delta)
+        whole = union_all(self.parts)
+        if whole is None:  # never: the delta was just appended
+            raise AssertionError("no parts after appending the delta")
         if len(self.parts) >= self.COMPACT_EVERY:
-            self.parts = [union_all(self.parts).localCheckpoint(eager=True)]
-        self.all = union_all(self.parts)
+            whole = whole.localCheckpoint(eager=True)
+            self.parts = [whole]
+        self.all = whole
 
     def restore(self, all_: DataFrame, delta: DataFrame | None, delta_rows: int, total_rows: int,
                 contributors: DataFrame | None = None) -> None:

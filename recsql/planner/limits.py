@@ -12,15 +12,18 @@ A leaf but for scoping's name helpers."""
 from __future__ import annotations
 
 from itertools import count
+from typing import TypeVar
 
 from sqlglot import exp
 
 from recsql.planner.scoping import _inside, _is_named, _rename
 
+E = TypeVar("E", bound=exp.Expr)
+
 BLOCKERS = ("order", "where", "group", "having", "joins", "distinct", "qualify", "windows")
 
 
-def split_limited_reads(query: exp.Expr, recursive: set[str]) -> tuple[exp.Expr, dict[str, int]]:
+def split_limited_reads(query: E, recursive: set[str]) -> tuple[E, dict[str, int]]:
     """`query` with a CTE copy per limited read (when `r` is read more than once), and the row
     target of each limited CTE by key. `recursive`: keys of CTEs that are recursive on their own
     (a group of one), the only ones a copy can stand for."""

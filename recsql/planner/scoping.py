@@ -10,11 +10,14 @@ A leaf: it imports no other planner module."""
 from __future__ import annotations
 
 from itertools import count
+from typing import TypeVar
 
 from sqlglot import exp
 
+E = TypeVar("E", bound=exp.Expr)
 
-def hoist_nested_withs(query: exp.Expr) -> exp.Expr:
+
+def hoist_nested_withs(query: E) -> E:
     """`query` (a statement with a top-level WITH) without WITHs nested in its CTE bodies."""
     with_ = query.args.get("with_")
     if not isinstance(with_, exp.With):
@@ -55,6 +58,8 @@ def _nested(cte: exp.CTE) -> exp.With | None:
 
 def _resolve(inner: exp.With, fresh) -> list[exp.CTE]:
     owner = inner.parent
+    if owner is None:  # never: `inner` was found under a CTE's body, so it has a parent
+        raise AssertionError("a nested WITH without a parent")
     hoisted = []
     for cte in inner.expressions:
         name = cte.alias.lower()

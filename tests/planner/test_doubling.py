@@ -14,9 +14,6 @@ import recsql
 from recsql.parser import parse_statement
 from recsql.planner import DictCatalog, plan_query, render_plan
 
-# This file tests the Spark loop's own machinery: every iteration runs on Spark.
-pytestmark = pytest.mark.usefixtures("spark_loop")
-
 CATALOG = DictCatalog({"edge": ["Src", "Dst", "Cost"]})
 
 RIGHT_LINEAR = ("WITH recursive tc (A, B) AS (SELECT Src, Dst FROM {t}) UNION "
@@ -85,6 +82,11 @@ GRAPHS = {
 }
 
 
+# The tests below run the Spark loop's own machinery (doubling is a strategy of it): every
+# iteration on Spark, with the `spark_loop` fixture. The planner tests above need no Spark.
+
+
+@pytest.mark.usefixtures("spark_loop")
 @pytest.mark.parametrize("name", sorted(GRAPHS))
 @pytest.mark.parametrize("query", [RIGHT_LINEAR, LEFT_LINEAR], ids=["right", "left"])
 def test_doubling_gives_the_transitive_closure(spark, view, name, query):
@@ -98,6 +100,7 @@ def test_doubling_gives_the_transitive_closure(spark, view, name, query):
     assert set(rows(result.df)) == expected
 
 
+@pytest.mark.usefixtures("spark_loop")
 def test_doubling_cuts_the_rounds_of_a_long_chain(spark, view):
     edges = chain(32)
     table = unique_name("arc")
@@ -113,6 +116,7 @@ def test_doubling_cuts_the_rounds_of_a_long_chain(spark, view):
     assert len(doubled.stats) - 1 <= 7
 
 
+@pytest.mark.usefixtures("spark_loop")
 def test_doubling_with_roll_over_and_skew_splitting_forced(spark, view):
     """Roll-over slices only linear rounds and skew splitting only base joins: forcing both
     (tiny budgets) around the switch to doubling must not lose pairs."""
