@@ -54,10 +54,11 @@ class GroupRun:
         self.spark_limits = SparkLimits.of(ctx.spark, group)
         self.skew = skew.Balancer(self)
         sliced = rollover.Slices(self)
+        self.driver = endgame.Driver(self)
         # The ways to run the next iteration(s), asked in this order; the first that does not
         # decline runs them: the rest of the fixpoint on the driver, the next iteration in
         # slices, the next iteration whole on Spark (never declines).
-        self.runners: tuple[Runner, ...] = (endgame.Driver(self), sliced, Whole(self))
+        self.runners: tuple[Runner, ...] = (self.driver, sliced, Whole(self))
         # What rides on a whole iteration's one action, in this order: heavy keys and the join's
         # balance (for the next iteration's split), the join output and its next estimate (for
         # the next iteration's roll-over decision).
@@ -144,13 +145,18 @@ class GroupRun:
     # -- the loop ---------------------------------------------------------------------
 
     def run(self) -> dict[str, DataFrame]:
-        """Resume from the latest checkpoint or run the base step; then, while a delta is live,
-        let the first runner that takes them run the next iteration(s), checkpoint, and recover
-        from blocks lost with an executor."""
+        """Resume from the latest checkpoint, or run the whole fixpoint on the driver if it fits
+        from the start, or run the base step; then, while a delta is live, let the first runner
+        that takes them run the next iteration(s), checkpoint, and recover from blocks lost with
+        an executor."""
         iteration = self.checkpoints.resume()
         if iteration is None:
-            self.step(0, self.base_candidates)
-            iteration = 0
+            iteration = self.driver.run_whole()
+            if iteration is None:
+                self.step(0, self.base_candidates)
+                iteration = 0
+            else:
+                self.checkpoints.after_step(iteration)
         while self.live() and not self.enough_rows():
             self.check_spark_limits(iteration)
             if iteration >= self.ctx.settings.max_iterations:

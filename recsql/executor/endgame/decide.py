@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame
 from recsql.executor.driver_sql import Untranslatable, check_forms
 from recsql.executor.endgame.translate import branch_relations
 from recsql.executor.loop import Loop
-from recsql.planner.model import Branch
 from recsql.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,6 +51,38 @@ def applies(run: Loop, info: RunInfo) -> bool:
         return False
     state_rows = sum(s.total_rows for s in states)
     return fits_driver(delta_rows, state_rows, base_rows, _not_growing(run), settings)
+
+
+def applies_from_start(run: Loop, info: RunInfo) -> bool:
+    """Whether the whole fixpoint, base step included, runs on the driver: every branch is
+    translatable and the relations every branch reads fit `maxDeltaRows` (and so the driver
+    budget). Then nothing of the fixpoint runs on Spark but reading those relations once."""
+    settings = run.ctx.settings
+    if not settings.endgame_enabled or info.disabled:
+        return False
+    if run.spark_limits.active or run.group.row_target is not None:
+        return False
+    # a base row's sum/count contributor is identified by Spark's JSON of the row; the Spark base
+    # step makes it, and the driver takes the fixpoint over after it
+    if any(c.summing for c in run.group.ctes):
+        return False
+    if not _translatable(run, info):
+        return False
+    try:
+        for cte in run.group.ctes:
+            for branch in cte.base_branches:
+                check_forms(branch.select)
+    except Untranslatable as reason:  # the base step runs on Spark; the tail may still move
+        log.info("endgame: base step on Spark: %s", reason)
+        return False
+    base_rows = _base_rows(run, info)
+    if base_rows is None:
+        return False
+    if not fits_driver([], 0, base_rows, False, settings):
+        # sized again, without the base branches' relations, if the tail may move to the driver
+        info.relations, info.base_rows = None, None
+        return False
+    return True
 
 
 def fits_driver(delta_rows: list[int], state_rows: int, base_rows: int, not_growing: bool,
@@ -115,25 +146,27 @@ def _base_rows(run: Loop, info: RunInfo) -> int | None:
 
 
 def relations(run: Loop) -> dict[tuple, tuple[str, DataFrame]]:
-    """Every relation (other than the group's own CTEs) a recursive branch reads, by a key that
-    identifies it across branches, with the DuckDB table name it gets and its DataFrame."""
+    """Every relation (other than the group's own CTEs) a branch reads, by a key that identifies
+    it across branches, with the DuckDB table name it gets and its DataFrame. The base branches'
+    relations are included while the whole fixpoint may still run on the driver (the base step
+    has not run), so they are counted and pulled with the rest, once."""
     found: dict[tuple, tuple[str, DataFrame]] = {}
+    base_step_ran = bool(run.stats)
     for cte in run.group.ctes:
-        for branch in cte.recursive_branches:
+        branches = cte.recursive_branches if base_step_ran else [*cte.base_branches, *cte.recursive_branches]
+        for branch in branches:
             for key, _table in branch_relations(run.ctx.env, branch):
                 if key not in found:
-                    found[key] = (f"rq_rel_{len(found)}", _relation_df(run, branch, key))
+                    found[key] = (f"rq_rel_{len(found)}", _relation_df(run, key))
     return found
 
 
-def _relation_df(run: Loop, branch: Branch, key: tuple) -> DataFrame:
-    kind = key[0]
-    if kind == "base":
-        # The driver needs the rows, not Spark's placement: pre-partitioning a base table the
-        # Spark loop never joined would cost a shuffle and a checkpoint for nothing.
-        base = next(b for b in branch.bases if b.key == key[1:])
-        partitioned = run.ctx.bases.get(base.key)
-        return partitioned.df if partitioned is not None else run.ctx.spark.table(base.table)
+def _relation_df(run: Loop, key: tuple) -> DataFrame:
+    kind, name = key
     if kind == "env":
-        return run.ctx.env[key[1]]
-    return run.ctx.spark.table(key[1])
+        return run.ctx.env[name]
+    # The driver needs the rows, not Spark's placement: a copy the Spark loop already
+    # pre-partitioned and checkpointed reads fastest; pre-partitioning one it never joined would
+    # cost a shuffle and a checkpoint for nothing.
+    partitioned = next((b.df for (table, _), b in run.ctx.bases.items() if table == name), None)
+    return partitioned if partitioned is not None else run.ctx.spark.table(name)

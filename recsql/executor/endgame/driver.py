@@ -18,7 +18,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLExecutionError
 from recsql.executor.action import spark_job
 from recsql.executor.driver_sql import Untranslatable
-from recsql.executor.endgame.decide import RunInfo, applies, last_iteration, relations
+from recsql.executor.endgame.decide import RunInfo, applies, applies_from_start, last_iteration, relations
 from recsql.executor.endgame.merges import Merge, merge_for
 from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
 from recsql.executor.loop import Loop
@@ -53,15 +53,24 @@ class Driver:
             return None
         return last_iteration(self.loop)
 
+    def run_whole(self) -> int | None:
+        """The whole fixpoint, base step included, on the driver when it fits from the start:
+        no Spark job but reading the relations once. Its last iteration, or None (nothing ran:
+        the Spark loop runs the base step)."""
+        if not applies_from_start(self.loop, self.info) or not finish_on_driver(self.loop, self.info, None):
+            return None
+        return last_iteration(self.loop)
 
-def finish_on_driver(run: Loop, info: RunInfo, iteration: int) -> bool:
-    """Run the rest of the fixpoint on the driver; False (run unchanged) if it cannot."""
+
+def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
+    """Run the rest of the fixpoint on the driver (all of it, base step included, when
+    `iteration` is None); False (run unchanged) if it cannot."""
     import duckdb  # only here: `import recsql` stays light
 
     info.attempts += 1
     driver = None
     try:
-        driver = _Driver(run, info)
+        driver = _Driver(run, info, from_start=iteration is None)
         stats = driver.run(iteration)
         driver.write_back()
     except RecSQLExecutionError:
@@ -69,7 +78,7 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int) -> bool:
     except OverBudget as over:
         log.info("endgame: driver fixpoint outgrew the budget after %d iteration(s); back to Spark",
                  over.iterations)
-        info.not_before = iteration + over.iterations + 1
+        info.not_before = (iteration or 0) + over.iterations + 1
         info.disabled = info.attempts >= MAX_ATTEMPTS
         return False
     except (Untranslatable, duckdb.Error) as error:  # Spark continues (and, for an error
@@ -93,11 +102,12 @@ class _Driver:
     """One attempt: a DuckDB connection holding the group's states (per CTE: `all`, `delta`,
     the iteration's `new` candidates, a sum/count head's `contrib`) and the relations."""
 
-    def __init__(self, run: Loop, info: RunInfo) -> None:
+    def __init__(self, run: Loop, info: RunInfo, from_start: bool) -> None:
         import duckdb
 
         self.run_ = run
         self.info = info
+        self.from_start = from_start  # the base step runs here too (the states are empty)
         self.settings = run.ctx.settings
         self.started = time.perf_counter()
         self.con = duckdb.connect()
@@ -105,6 +115,7 @@ class _Driver:
         self.totals: dict[str, int] = {}
         self.deltas: dict[str, int] = {}
         self.branch_sql: dict[tuple[str, int], BranchSQL] = {}  # (cte key, branch index) ->
+        self.base_sql: dict[str, list[exp.Query]] = {}  # cte key -> its base branches (from start)
         self.merges: dict[str, Merge] = {}  # cte key -> its merge
         self.statements: dict[tuple[str, tuple], str] = {}  # (cte key, live rules) -> candidates
         self.base_rows = info.base_rows or 0
@@ -168,6 +179,10 @@ class _Driver:
             for branch in cte.recursive_branches:
                 self.branch_sql[(cte.key, branch.index)] = prepare(
                     self.con, run, cte, branch, self.info.relations, self.names)
+            if self.from_start:
+                self.base_sql[cte.key] = [
+                    prepare(self.con, run, cte, branch, self.info.relations, self.names).variants[0][1]
+                    for branch in cte.base_branches]
             if cte.summing:
                 recode_contributors(self.con, cte, self.names[cte.key]["contrib"], {
                     b.index: self.branch_sql[(cte.key, b.index)].contributor_types
@@ -176,9 +191,20 @@ class _Driver:
 
     # -- the loop
 
-    def run(self, iteration: int) -> list[IterationStats]:
+    def run(self, iteration: int | None) -> list[IterationStats]:
+        """Iterate from the states after `iteration` (None: from the base step) to the fixpoint."""
         run = self.run_
         stats: list[IterationStats] = []
+        if iteration is None:
+            iteration = 0
+            for cte in run.group.ctes:
+                if self.base_sql[cte.key]:
+                    self.create_new(cte, self.base_sql[cte.key])
+                    self.merge(cte)
+                else:  # a CTE of a mutual recursion may start from its partners' rows only
+                    self.no_change(cte)
+                self.report(stats, cte, iteration, self.started)
+            self.check_budget(stats)
         while any(self.deltas.values()):
             iteration += 1
             if iteration > self.settings.max_iterations:
@@ -190,17 +216,23 @@ class _Driver:
                     self.merge(cte)
                 else:
                     self.no_change(cte)
-                stats.append(IterationStats(
-                    cte=cte.name, iteration=iteration, delta_rows=self.deltas[cte.key],
-                    total_rows=self.totals[cte.key], seconds=time.perf_counter() - started,
-                    join_strategy="driver", ran_on="driver",
-                ))
+                self.report(stats, cte, iteration, started)
                 started = time.perf_counter()
-            driver_rows = sum(self.totals.values()) + self.base_rows
-            if (any(d > self.settings.endgame_max_delta_rows for d in self.deltas.values())
-                    or driver_rows > self.settings.endgame_max_driver_rows):
-                raise OverBudget(len(stats) // len(run.group.ctes))
+            self.check_budget(stats)
         return stats
+
+    def report(self, stats: list[IterationStats], cte: CTEPlan, iteration: int, started: float) -> None:
+        stats.append(IterationStats(
+            cte=cte.name, iteration=iteration, delta_rows=self.deltas[cte.key],
+            total_rows=self.totals[cte.key], seconds=time.perf_counter() - started,
+            join_strategy="driver", ran_on="driver",
+        ))
+
+    def check_budget(self, stats: list[IterationStats]) -> None:
+        driver_rows = sum(self.totals.values()) + self.base_rows
+        if (any(d > self.settings.endgame_max_delta_rows for d in self.deltas.values())
+                or driver_rows > self.settings.endgame_max_driver_rows):
+            raise OverBudget(len(stats) // len(self.run_.group.ctes))
 
     def candidates(self, cte: CTEPlan) -> bool:
         """Materialise the CTE's candidates of this iteration; False when no rule ran."""
@@ -215,15 +247,21 @@ class _Driver:
             return False
         statement = self.statements.get((cte.key, live))
         if statement is None:  # rendered once per set of live rules, not once per iteration
-            parts = [self.branch_sql[(cte.key, b)].variants[i][1] for b, i in live]
-            union: exp.Query = parts[0]
-            for part in parts[1:]:
-                union = exp.union(union, part, distinct=False)
-            statement = exp.Create(this=_table(self.names[cte.key]["new"]), kind="TABLE",
-                                   replace=True, expression=union).sql("duckdb", identify=True)
+            statement = self.create_new(cte, [self.branch_sql[(cte.key, b)].variants[i][1] for b, i in live])
             self.statements[(cte.key, live)] = statement
-        self.sql(statement)
+        else:
+            self.sql(statement)
         return True
+
+    def create_new(self, cte: CTEPlan, parts: list[exp.Query]) -> str:
+        """Make the CTE's `new` table the union of `parts` (the candidates); the statement."""
+        union = parts[0]
+        for part in parts[1:]:
+            union = exp.union(union, part, distinct=False)
+        statement = exp.Create(this=_table(self.names[cte.key]["new"]), kind="TABLE",
+                               replace=True, expression=union).sql("duckdb", identify=True)
+        self.sql(statement)
+        return statement
 
     def no_change(self, cte: CTEPlan) -> None:
         self.sql(exp.Delete(this=_table(self.names[cte.key]["delta"])))

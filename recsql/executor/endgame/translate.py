@@ -100,7 +100,7 @@ def prepare(con: Any, run: Loop, cte: CTEPlan, branch: Branch,
         outputs.append(exp.alias_(contributor(fields), CONTRIB))
     aliases = [f"c{i}" for i in range(width)] + [f"k{i}" for i in range(extra)]
     variants = []
-    for variant in branch.variants:
+    for variant in branch.variants or ((),):  # a base branch: one rule, nothing to bind
         bound = {ref.binding: names[ref.cte]["delta" if role == DELTA else "all"]
                  for ref, role in zip(branch.refs, variant)}
         body = exp.Subquery(this=_bind(select, bound), alias=exp.TableAlias(
@@ -200,8 +200,8 @@ def branch_relations(env: dict[str, DataFrame], branch: Branch,
             if binding in refs:
                 continue
             base = next((b for b in branch.bases if b.binding == binding), None)
-            if base is not None:
-                yield ("base", *base.key), table
+            if base is not None:  # the same table as a base branch's (one pull for both)
+                yield ("table", base.table.lower()), table
             elif binding in env:
                 yield ("env", binding), table
             else:
