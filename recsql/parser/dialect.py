@@ -49,8 +49,13 @@ def _shuffle(args: list) -> exp.Expr:
     return exp.Shuffle(this=args[0]) if len(args) == 1 else exp.Anonymous(this="SHUFFLE", expressions=args)
 
 
+def _uuid(args: list) -> exp.Expr:
+    # Spark's `uuid([seed])`; sqlglot's Uuid node drops the seed (so `uuid(5)` became `UUID()`)
+    return exp.Uuid() if not args else exp.Anonymous(this="UUID", expressions=args)
+
+
 class RaSQLParser(SparkParser):
-    FUNCTIONS = {**SparkParser.FUNCTIONS, "SHUFFLE": _shuffle}
+    FUNCTIONS = {**SparkParser.FUNCTIONS, "SHUFFLE": _shuffle, "UUID": _uuid}
 
     def _parse_primary(self) -> exp.Expr | None:
         # Spark accepts the reserved word FROM as a column name; RaDlog's queries use it.

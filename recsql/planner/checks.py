@@ -101,19 +101,60 @@ def _check_forbidden(cte, branch, sql: str) -> None:
 def _check_subquery_refs(cte, branch, sql: str) -> None:
     """The recursive group read inside a scalar, IN or EXISTS subquery (`WHERE (SELECT SUM(x)
     FROM r) < 10`) would aggregate or test a relation still being built: refused, as Spark does.
-    A derived table in FROM (`FROM (SELECT * FROM r) AS s`) is an ordinary reference."""
+    A derived table in FROM (`FROM (SELECT * FROM r) AS s`) is an ordinary reference.
+
+    One form is read as Spark reads it (docs/dialect.md section 1): under UNION ALL, a term with
+    no FROM whose select list holds scalar subqueries that only filter and project a recursive
+    reference (`SELECT (SELECT n + 1 FROM t WHERE n < 5)`). The reference is bound to the
+    previous step's rows like any other, so each step is one row computed by Spark's own scalar
+    subquery over them: NULL when it finds no row, Spark's error when it finds more than one."""
     bindings = {r.binding for r in branch.refs}
+    one_row_term = cte.bag and isinstance(branch.select, exp.Select) and not branch.select.args.get("from_")
     for sub in branch.select.find_all(exp.Subquery, exp.Exists):
         if isinstance(sub.parent, (exp.From, exp.Join)):
             continue
-        for table in sub.find_all(exp.Table):
-            if isinstance(table.this, exp.Placeholder) and table.this.name in bindings:
-                raise RecSQLAnalysisError(
-                    f"Recursive branch {branch.index} of CTE `{cte.name}` reads its own recursive "
-                    "group inside a subquery; read it in the FROM clause (join it) instead",
-                    condition="RECSQL_RECURSIVE_REFERENCE_IN_SUBQUERY",
-                    **locate(sub, sql),
-                )
+        if not _reads(sub, bindings):
+            continue
+        if one_row_term and _scalar_read(sub, branch.select, bindings):
+            continue
+        raise RecSQLAnalysisError(
+            f"Recursive branch {branch.index} of CTE `{cte.name}` reads its own recursive "
+            "group inside a subquery; read it in the FROM clause (join it) instead",
+            condition="RECSQL_RECURSIVE_REFERENCE_IN_SUBQUERY",
+            **locate(sub, sql),
+        )
+
+
+def _reads(node: exp.Expr, bindings: set[str]) -> bool:
+    return any(isinstance(t.this, exp.Placeholder) and t.this.name in bindings
+               for t in node.find_all(exp.Table))
+
+
+def _scalar_read(sub: exp.Expr, term: exp.Select, bindings: set[str]) -> bool:
+    """`sub` is a scalar subquery in `term`'s select list of the form `(SELECT e FROM r [WHERE
+    p])`, `r` a recursive reference: no join, aggregation, grouping, window, ORDER BY, LIMIT,
+    DISTINCT or nested subquery (Spark refuses a recursive reference under an aggregate or a
+    sort; the rest is kept out until checked against Spark)."""
+    if not isinstance(sub, exp.Subquery) or sub.alias or isinstance(sub.parent, exp.In):
+        return False
+    node: exp.Expr | None = sub
+    while node is not None and node.parent is not term:  # up to the select-list item holding it
+        node = node.parent
+    if node is None or node.arg_key != "expressions":
+        return False
+    inner = sub.this
+    if not isinstance(inner, exp.Select):
+        return False
+    source = inner.args.get("from_")
+    table = source.this if isinstance(source, exp.From) else None
+    if not (isinstance(table, exp.Table) and isinstance(table.this, exp.Placeholder)
+            and table.this.name in bindings):
+        return False
+    extras = ("joins", "group", "having", "order", "limit", "offset", "distinct", "qualify",
+              "windows", "with_", "laterals", "pivots")
+    if any(inner.args.get(arg) for arg in extras):
+        return False
+    return not inner.find(exp.AggFunc, exp.Window, exp.Subquery, exp.Exists)
 
 
 def _check_negation(cte, branch, sql: str) -> None:
