@@ -350,3 +350,44 @@ def test_max_iterations_error_is_the_same(spark, view):
         assert error.value.condition == "RECSQL_MAX_ITERATIONS"
         messages.append(str(error.value))
     assert messages[0] == messages[1]
+
+
+# ---------------------------------------------------------------------------- from the start
+
+def test_default_runs_the_whole_fixpoint_on_the_driver(spark, view):
+    # default settings: the relations fit, so the base step runs on the driver too
+    view("edge", WEIGHTED, "Src int, Dst int, Cost int")
+    q = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
+             UNION (SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src)
+           SELECT Dst, Cost FROM path"""
+    result = recsql.run(q, spark=spark)
+    g = nx.DiGraph()
+    g.add_weighted_edges_from(WEIGHTED)
+    assert rows(result.df) == sorted(nx.single_source_dijkstra_path_length(g, 1).items())
+    assert {ran_on for _, ran_on in places(result.stats)} == {"driver"}
+    assert_driver_tail(result)
+
+
+def test_sum_count_head_keeps_the_base_step_on_spark(spark, view):
+    # a base row's contributor is identified by Spark's JSON of the row: Spark makes it
+    view("arc", DAG, "Src int, Dst int")
+    result = recsql.run(COUNT_PATHS, spark=spark)
+    assert rows(result.df) == sorted(count_paths(DAG, 1).items())
+    assert places(result.stats)[0] == (0, "spark")
+    assert_driver_tail(result)
+
+
+def test_outgrowing_the_driver_from_the_start_restarts_on_spark(spark, view):
+    # 12 edges fit maxDeltaRows, but the closure (78 pairs) outgrows maxDriverRows on the
+    # driver: its work is dropped, Spark runs from the base step, numbering as if never tried
+    chain = [(i, i + 1) for i in range(12)]
+    view("arc", chain, "Src int, Dst int")
+    q = """WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM arc)
+             UNION (SELECT tc.X, arc.Dst FROM tc, arc WHERE tc.Y = arc.Src)
+           SELECT X, Y FROM tc"""
+    conf = {"spark.recsql.endgame.maxDeltaRows": 20, "spark.recsql.endgame.maxDriverRows": 40}
+    result = recsql.run(q, spark=spark, conf=conf)
+    assert rows(result.df) == sorted((i, j) for i in range(12) for j in range(i + 1, 13))
+    stats = sorted(result.stats, key=lambda s: s.iteration)
+    assert [s.iteration for s in stats] == list(range(len(stats)))
+    assert stats[0].ran_on == "spark"

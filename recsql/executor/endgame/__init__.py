@@ -20,6 +20,12 @@ When it applies (all settings `spark.recsql.endgame.*`):
   the delta grow past `maxDeltaRows` on the driver after all, the driver work is dropped and Spark
   runs those iterations (and the endgame is tried again once they are behind).
 
+From the start: when every branch (base branches included) is translatable, no head is a
+sum/count, and the relations all branches read fit `maxDeltaRows`, the whole fixpoint runs on the
+driver, base step included (`Driver.run_whole`): the relations are read from Spark once and no
+other Spark job runs. Should it outgrow the budgets, the driver work is dropped and the Spark loop
+starts from its base step.
+
 One module per job: `decide` (whether the driver takes over), `translate` (a recursive branch as
 DuckDB SQL), `merges` (each state class's merge in DuckDB), `driver` (the driver loop and the
 runner the Spark loop composes).
@@ -27,7 +33,7 @@ runner the Spark loop composes).
 
 from __future__ import annotations
 
-from recsql.executor.endgame.decide import RunInfo, applies, fits_driver
+from recsql.executor.endgame.decide import RunInfo, applies, applies_from_start, fits_driver
 from recsql.executor.endgame.driver import Driver, OverBudget, finish_on_driver
 
-__all__ = ["Driver", "OverBudget", "RunInfo", "applies", "finish_on_driver", "fits_driver"]
+__all__ = ["Driver", "OverBudget", "RunInfo", "applies", "applies_from_start", "finish_on_driver", "fits_driver"]
