@@ -171,6 +171,7 @@ BUILDERS = {
     "rmat-14": lambda: rmat(14),
     "rmat-16": lambda: rmat(16),
     "rmat-18": lambda: rmat(18),
+    "rmat-20": lambda: rmat(20),  # 16.7M edges: beyond the driver budget; run on its own (minutes)
     "grid-60": lambda: grid(60),
     "bintree-down-12": lambda: bintree(12, up=False),
     "bintree-up-12": lambda: bintree(12, up=True),
