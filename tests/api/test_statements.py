@@ -248,6 +248,25 @@ def test_session_settings_restored_after_run(spark, edge):
         spark.conf.set("spark.sql.shuffle.partitions", "4")
 
 
+@pytest.mark.usefixtures("spark_loop")
+@pytest.mark.parametrize("shuffle, conf, expected", [
+    ("200", {}, 4),  # Spark's default width, capped at two per task slot (local[2]: 4)
+    ("3", {}, 3),  # below the cap: Spark's setting as it is
+    ("200", {"spark.recsql.partitions": 5}, 5),  # set exactly
+])
+def test_state_partitions_are_the_shuffle_width_capped_at_two_per_task_slot(spark, edge, shuffle, conf,
+                                                                         expected):
+    assert spark.sparkContext.defaultParallelism == 2  # the suite's local[2]
+    spark.conf.set("spark.sql.shuffle.partitions", shuffle)
+    try:
+        res = recsql.run(SSSP.replace("{src}", "1"), spark=spark, conf=conf)
+        assert {s.ran_on for s in res.stats} == {"spark"}
+        assert res.df.rdd.getNumPartitions() == expected  # the checkpointed state, as the loop left it
+        assert rows(res.df) == sssp(1)
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "4")
+
+
 def test_session_settings_restored_after_error(spark, edge):
     before = _snapshot(spark)
     with pytest.raises(recsql.RecSQLError):
