@@ -7,9 +7,11 @@ import io
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
@@ -98,7 +100,7 @@ class Runner:
 
     def context(self, plan: QueryPlan) -> Context:
         return Context(
-            spark=self.spark, settings=self.settings, partitions=self.partitions(),
+            spark=self.spark, settings=self.settings, partitions=self.partitions,
             args=self.args, sql=plan.sql, env=dict(self.frames), bases={},
             on_iteration=self.on_iteration,
         )
@@ -117,9 +119,11 @@ class Runner:
         used = {k: v for k, v in env.items() if _binds(node, k)}
         return run_sql(self.spark, render(node, escape_braces=bool(used)), used, self.args, user_sql, node)
 
+    @cached_property
     def partitions(self) -> int:
         """The recursive state's partition count: `spark.recsql.partitions` if set, else
-        `spark.sql.shuffle.partitions` capped at two tasks per slot of the cluster.
+        `spark.sql.shuffle.partitions` capped at two tasks per slot of the cluster (read once per
+        statement: the iterations run with the shuffle width set to it).
 
         recsql turns AQE off for its iterations (it would hide the state's partitioning), so
         nothing coalesces the shuffle width for it: with Spark's default 200 partitions on
@@ -132,6 +136,8 @@ class Runner:
         width = self.spark.conf.get("spark.sql.shuffle.partitions", "200")
         if width is None:  # never with a default given; pyspark types get() as Optional regardless
             raise AssertionError("spark.sql.shuffle.partitions has no value")
+        if int(width) <= 2:  # within the cap whatever the cluster
+            return int(width)
         slots = task_slots(self.spark)
         return min(int(width), 2 * slots) if slots else int(width)
 
@@ -140,17 +146,21 @@ class Runner:
         iteration); the shuffle width is the state's partition count. Both are restored."""
         return overridden_conf(self.spark, {
             "spark.sql.adaptive.enabled": "false",
-            "spark.sql.shuffle.partitions": str(self.partitions()),
+            "spark.sql.shuffle.partitions": str(self.partitions),
         })
 
 
 def task_slots(spark: SparkSession) -> int | None:
-    """How many tasks the cluster runs at once (`SparkContext.defaultParallelism`: the cores of
-    local[N], or of the executors registered so far); None on Spark Connect, which does not say."""
+    """How many tasks the cluster runs at once (Spark's default parallelism: the cores of
+    local[N], or of the executors registered so far)."""
     try:
         return spark.sparkContext.defaultParallelism
-    except (PySparkException, AttributeError):  # Connect: JVM_ATTRIBUTE_NOT_SUPPORTED
-        return None
+    except (PySparkException, AttributeError):  # Spark Connect: JVM_ATTRIBUTE_NOT_SUPPORTED
+        pass
+    # Connect does not report it, but a range without a partition count is split over it (one
+    # tiny job; the partition id is projected first, as Connect wants, see state.with_partition)
+    row = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()
+    return None if row is None or row[0] is None else row[0] + 1
 
 
 def _binds(node: exp.Expr, binding: str) -> bool:

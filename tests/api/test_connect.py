@@ -104,3 +104,28 @@ def test_user_error_over_connect_is_a_recsql_error(connect):
         recsql.sql("WITH recursive r (X) AS (SELECT 1) UNION (SELECT nosuch.b FROM r, nosuch "
                    "WHERE r.X = nosuch.a) SELECT * FROM r", spark=connect)
     assert "nosuch" in str(caught.value)
+
+
+def test_state_partitions_over_connect_are_capped_at_two_per_task_slot(connect):
+    """Connect reports no SparkContext; the server's local[2] is read off a range's split, so a
+    session at Spark's default 200 shuffle partitions keeps its state in 4 (AQE is off in the
+    iterations, so nothing else would coalesce 200)."""
+    from pyspark.sql import functions as F
+
+    edges = [(i, i + 1) for i in range(40)]
+    connect.createDataFrame(edges, "Src INT, Dst INT").createOrReplaceTempView("chain_edge")
+    connect.conf.set("spark.sql.shuffle.partitions", "200")
+    try:
+        result = recsql.run(
+            "WITH recursive reach (X) AS (SELECT 0) UNION (SELECT chain_edge.Dst FROM reach, chain_edge "
+            "WHERE reach.X = chain_edge.Src) SELECT X FROM reach",
+            spark=connect, conf={"spark.recsql.endgame.enabled": "false"},
+        )
+        # the final query projects the state, so its rows stay in the state's partitions
+        last = result.df.select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()[0]
+        assert connect.conf.get("spark.sql.shuffle.partitions") == "200"  # restored
+    finally:
+        connect.conf.set("spark.sql.shuffle.partitions", "4")
+    assert sorted(r[0] for r in result.df.collect()) == list(range(41))
+    assert {s.ran_on for s in result.stats} == {"spark"}
+    assert last < 4  # 41 keys hashed over 200 partitions would reach far beyond partition 3
