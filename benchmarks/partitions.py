@@ -4,7 +4,7 @@
 
 The session keeps Spark's default `spark.sql.shuffle.partitions` (200), as a PySpark user's own
 session does. recsql turns AQE off during its iterations, so nothing coalesces that width; by
-default it caps the state's partitions at two per task slot (`auto`). The other rows force
+default it caps the state's partitions at two per core on a local master (`auto`). The other rows force
 `spark.recsql.partitions`: 200 is what recsql did before the cap. Every answer is checked against
 the oracle; medians of interleaved runs after one warm-up round.
 """

@@ -72,7 +72,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "broadcastRows": ("broadcast_rows", 50000, int,
                       "a delta of at most this many rows is broadcast to the join (0: never)"),
     "partitions": ("partitions", 0, int,
-                   "partitions of the recursive state (0: spark.sql.shuffle.partitions, at most 2 per task slot)"),
+                   "partitions of the recursive state (0: spark.sql.shuffle.partitions, locally at most 2 per core)"),
     "joinStrategy": ("join_strategy", "auto", _join_strategy,
                      "auto (vote of the partitions) or force broadcast-delta, broadcast-base, shuffle"),
     "endgame.enabled": ("endgame_enabled", True, _bool,

@@ -122,14 +122,15 @@ class Runner:
     @cached_property
     def partitions(self) -> int:
         """The recursive state's partition count: `spark.recsql.partitions` if set, else
-        `spark.sql.shuffle.partitions` capped at two tasks per slot of the cluster (read once per
-        statement: the iterations run with the shuffle width set to it).
+        `spark.sql.shuffle.partitions`, on a local master capped at two tasks per core (read once
+        per statement: the iterations run with the shuffle width set to it).
 
         recsql turns AQE off for its iterations (it would hide the state's partitioning), so
         nothing coalesces the shuffle width for it: with Spark's default 200 partitions on
-        local[2], RMAT 2^16 SSSP took 89 s on the Spark loop instead of 3.7 s with 4, each
-        iteration paying 200 tiny tasks per stage. Two tasks per slot rather than one: on 2 cores
-        2 partitions were 12% faster than 4 at RMAT 2^16 but 13% slower at 2^20 (SSSP)."""
+        local[2], RMAT 2^16 SSSP took 110 s on the Spark loop instead of 3.5 s with 4, each
+        iteration paying 200 tiny tasks per stage (benchmarks/PARTITIONS.md). Two tasks per core
+        rather than one: on 2 cores 2 partitions were 13% faster than 4 at RMAT 2^16 but 13%
+        slower at 2^20 (SSSP)."""
         configured = self.settings.partitions
         if configured:
             return configured
@@ -151,8 +152,12 @@ class Runner:
 
 
 def task_slots(spark: SparkSession) -> int | None:
-    """How many tasks the cluster runs at once (Spark's default parallelism: the cores of
-    local[N], or of the executors registered so far)."""
+    """How many tasks a local master runs at once (local[N]: N); None on a cluster, whose
+    executors may still be registering or come and go with dynamic allocation, so that what it
+    has now is no bound on the statement's parallelism."""
+    master = spark.conf.get("spark.master", None)
+    if not master or not master.startswith("local"):
+        return None
     try:
         return spark.sparkContext.defaultParallelism
     except (PySparkException, AttributeError):  # Spark Connect: JVM_ATTRIBUTE_NOT_SUPPORTED
