@@ -15,11 +15,13 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
+from recsql.executor.action import aggregate
 from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
 from recsql.executor.recovery import Recovery
 from recsql.executor.session import cancellable, overridden_conf
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render, run_sql
+from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
 from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
@@ -134,13 +136,12 @@ class Runner:
         configured = self.settings.partitions
         if configured:
             return configured
-        width = self.spark.conf.get("spark.sql.shuffle.partitions", "200")
-        if width is None:  # never with a default given; pyspark types get() as Optional regardless
+        setting = self.spark.conf.get("spark.sql.shuffle.partitions", "200")
+        if setting is None:  # never with a default given; pyspark types get() as Optional regardless
             raise AssertionError("spark.sql.shuffle.partitions has no value")
-        if int(width) <= 2:  # within the cap whatever the cluster
-            return int(width)
-        slots = task_slots(self.spark)
-        return min(int(width), 2 * slots) if slots else int(width)
+        width = int(setting)
+        slots = task_slots(self.spark) if width > 2 else None  # 2 is within the cap anywhere
+        return min(width, 2 * slots) if slots else width
 
     def iteration_settings(self):
         """AQE off keeps the state's hash partitioning visible to the planner (one exchange per
@@ -163,9 +164,9 @@ def task_slots(spark: SparkSession) -> int | None:
     except (PySparkException, AttributeError):  # Spark Connect: JVM_ATTRIBUTE_NOT_SUPPORTED
         pass
     # Connect does not report it, but a range without a partition count is split over it (one
-    # tiny job; the partition id is projected first, as Connect wants, see state.with_partition)
-    row = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("p")).agg(F.max("p")).first()
-    return None if row is None or row[0] is None else row[0] + 1
+    # tiny job)
+    last = aggregate(with_partition(spark.range(0, 1 << 16)), [F.max(PARTITION).alias("last")])["last"]
+    return None if last is None else last + 1
 
 
 def _binds(node: exp.Expr, binding: str) -> bool:
