@@ -22,6 +22,12 @@ from recsql.executor.loop import Loop
 from recsql.planner.locate import locate
 from recsql.planner.model import Branch, CTEPlan, GroupStep
 
+
+def _tables(run: Loop, branch: Branch) -> dict[str, DataFrame]:
+    """The branch's base tables as they are: typing needs no pre-partitioned (checkpointed) base."""
+    return {b.binding: run.ctx.spark.table(b.table) for b in branch.bases}
+
+
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 
 
@@ -32,7 +38,7 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
     for cte in group.ctes:
         types[cte.key] = None
         for branch in cte.base_branches:
-            df = run.branch_df(cte, branch, {})
+            df = run.branch_df(cte, branch, {}, bases=_tables(run, branch))
             types[cte.key] = _widen(run.ctx.spark, types[cte.key],
                                     _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
     for _ in range(1 + 2 * len(group.ctes)):
@@ -47,9 +53,7 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
                     r.binding: run.ctx.spark.createDataFrame([], _schema(group, r.cte, known[r.cte]))
                     for r in branch.refs
                 }
-                # the tables as they are: typing needs no pre-partitioned (checkpointed) base
-                tables = {b.binding: run.ctx.spark.table(b.table) for b in branch.bases}
-                df = run.branch_df(cte, branch, refs, bases=tables)
+                df = run.branch_df(cte, branch, refs, bases=_tables(run, branch))
                 widened = _widen(run.ctx.spark, types[cte.key],
                                  _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
                 if widened != types[cte.key]:

@@ -168,6 +168,9 @@ class _Planner:
         ctes = [self.cte(self.defs[key], members) for key in component]
         step = GroupStep(ctes=ctes, stratum=stratum)
         checks.check_group(step, self.sql)
+        for cte in ctes:
+            for branch in cte.base_branches:
+                branch.bases = self.bind_partitioned_reads(branch, cte, ctes)
         return step
 
     def cte(self, d: CTEDef, members: set[str]) -> CTEPlan:
@@ -319,6 +322,28 @@ class _Planner:
                 branch.copartitioned = True
         return tuple(bases)
 
+    def bind_partitioned_reads(self, branch: Branch, cte: CTEPlan,
+                               group: list[CTEPlan]) -> tuple[BaseRelation, ...]:
+        """A base branch reads a table that a recursive branch of its group pre-partitions from
+        that partitioned copy (its own CTE's first): the statement then shuffles the table once,
+        not once for the base step and again for the iterations, and a base step grouped by the
+        partition columns (`SELECT Src, Src FROM edge` for `cc(X, min() AS C)`) needs no shuffle."""
+        partitioned: dict[str, BaseRelation] = {}
+        for owner in [cte, *group]:
+            for recursive in owner.recursive_branches:
+                for base in recursive.bases:
+                    partitioned.setdefault(base.table.lower(), base)
+        local = {c.alias_or_name.lower() for c in branch.select.find_all(exp.CTE)}
+        bases: list[BaseRelation] = []
+        for table in _source_tables(branch.select):
+            found = partitioned.get(_table_sql(table).lower()) if _plain_table(table) else None
+            if found is None or table.name.lower() in local or table.name.lower() in self.defs:
+                continue
+            binding = f"rq_base_{len(bases)}"
+            bases.append(BaseRelation(binding, found.table, found.columns))
+            table.replace(bound_table(binding, table.alias_or_name))
+        return tuple(bases)
+
     def check_columns(self, table: exp.Table, names) -> None:
         known = self.catalog.columns(table.name) or []
         for name in names:
@@ -344,6 +369,15 @@ class _Planner:
 
 def cte_binding(name: str) -> str:
     return f"rq_cte_{name.lower()}"
+
+
+def _plain_table(table: exp.Table) -> bool:
+    """A catalog table read as it is: no version, sample, hints or column aliases."""
+    alias = table.args.get("alias")
+    if isinstance(alias, exp.TableAlias) and alias.columns:
+        return False
+    extra = {k for k, v in table.args.items() if v and k not in {"this", "db", "catalog", "alias"}}
+    return isinstance(table.this, exp.Identifier) and not extra
 
 
 def _table_sql(table: exp.Table) -> str:

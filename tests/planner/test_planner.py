@@ -69,6 +69,22 @@ def test_base_joins_recorded_for_the_executor():
     assert [(b.columns, [j.columns for j in b.joins]) for b in rec.bases] == [(("Src", "Dst"), [("A", "B")])]
 
 
+def test_base_branch_reads_the_pre_partitioned_table():
+    # the statement shuffles `edge` once: the base step reads the copy the iterations join
+    q = ("WITH recursive cc (X, min() AS C) AS (SELECT Src, Src FROM edge) UNION "
+         "(SELECT edge.Dst, cc.C FROM cc, edge WHERE cc.X = edge.Src) SELECT X, C FROM cc")
+    (base,) = plan(q).groups[0].ctes[0].base_branches
+    assert [(b.table, b.columns, b.joins) for b in base.bases] == [("edge", ("Src",), ())]
+    assert "{rq_base_0} AS `edge`" in base.select.sql("rasql")
+    # only the table a recursive branch joins, and not a local CTE of its name or a sampled read
+    cases = {"SELECT Src, 0 FROM report r JOIN edge ON r.Mgr = edge.Src": {"edge"},
+             "WITH edge AS (SELECT 1 AS Src) SELECT Src, Src FROM edge": set(),
+             "SELECT Src, Src FROM edge TABLESAMPLE (50 PERCENT)": set()}
+    for anchor, bound in cases.items():
+        (base,) = plan(q.replace("SELECT Src, Src FROM edge", anchor)).groups[0].ctes[0].base_branches
+        assert {b.table for b in base.bases} == bound, anchor
+
+
 def test_no_recursion_no_aggregate_goes_to_spark():
     assert plan("WITH a AS (SELECT Src FROM edge) SELECT * FROM a") is None
     assert plan("SELECT * FROM edge") is None
