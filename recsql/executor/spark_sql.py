@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
@@ -57,8 +58,13 @@ def run_sql(
 ) -> DataFrame:
     """`spark.sql(text)` with `{binding}` DataFrames and the `:name` arguments it uses."""
     used_args = {k: v for k, v in (args or {}).items() if re.search(rf":{re.escape(k)}\b", text)}
+    # pyspark binds each DataFrame as a temporary view and drops the view afterwards, and dropping
+    # a view uncaches every cache entry of the same plan: a binding that is exactly a user's cached
+    # table (a DataFrame argument, a base table read for typing) lost the user's cache. A filter
+    # that is always true makes another plan, which the optimizer removes again.
+    bound = {name: df.filter(F.lit(True)) for name, df in bindings.items()}
     try:
-        return spark.sql(text, args=used_args or None, **bindings)
+        return spark.sql(text, args=used_args or None, **bound)
     except (AnalysisException, ParseException) as error:
         raise from_spark_error(error, user_sql, user_ast) from None
 
