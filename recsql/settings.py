@@ -81,6 +81,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                              "the delta must be at most this many rows to run on the driver"),
     "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
                               "state plus base rows the driver may hold to finish the fixpoint"),
+    "base.keep": ("base_keep", 4, _non_negative_int,
+                  "base tables kept partitioned for later statements over the same unchanged input "
+                  "(0: each statement partitions its own)"),
     "doubling.afterIterations": ("doubling_after_iterations", 8, _non_negative_int,
                                  "a linear transitive closure still running after this many "
                                  "iterations switches to recursive doubling (0: never)"),
@@ -118,6 +121,7 @@ class Settings:
     endgame_enabled: bool = True
     endgame_max_delta_rows: int = 2_000_000
     endgame_max_driver_rows: int = 2_000_000
+    base_keep: int = 4
     doubling_after_iterations: int = 8
     skew_enabled: bool = False
     skew_threshold: float = 0.25

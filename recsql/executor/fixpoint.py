@@ -9,12 +9,13 @@ ends the loop. Checkpointing cuts the lineage, so iteration N plans as fast as i
 from __future__ import annotations
 
 import time
+from itertools import count
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from recsql.errors import RecSQLExecutionError
-from recsql.executor import endgame, joinside, recovery, rollover, skew
+from recsql.executor import bases, endgame, joinside, recovery, rollover, skew
 from recsql.executor.action import checkpoint_merge, spark_job
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
@@ -31,6 +32,8 @@ from recsql.executor.state import (
 from recsql.executor.stats import IterationStats
 from recsql.planner import doubling, seeds
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
+
+_base_names = count()
 
 
 class GroupRun:
@@ -90,23 +93,27 @@ class GroupRun:
         return run_sql(self.ctx.spark, text, used, self.ctx.args, self.ctx.sql, branch.select)
 
     def base(self, cte: CTEPlan, table: str, columns: tuple[str, ...]) -> DataFrame:
-        """The base table hash-partitioned by its join columns, checkpointed once per statement
-        (its per-partition rows, and its heavy keys with balancing on, observed by that action)."""
+        """The base table hash-partitioned by its join columns, materialized once (and kept across
+        statements while its input is unchanged: `bases.partitioned`)."""
         key = base_key(table, columns)
         if key not in self.ctx.bases:
-            df = self.ctx.spark.table(table).repartition(self.ctx.partitions, *columns)
-            observation = Observation(f"recsql_base_{len(self.ctx.bases)}_{id(self)}")
-            sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}")
-                     for k in range(self.ctx.partitions)]
-            keys = skew.base_metrics(tuple(columns), self.ctx.settings)
-            observed = with_partition(df).observe(observation, *sizes, *keys).drop(PARTITION)
-            partitioned = PartitionedBase(self.materialize(cte, observed, 0))
-            counts = observation.get
-            if counts:
-                partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
-                partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
-            self.ctx.bases[key] = partitioned
+            self.ctx.bases[key] = bases.partitioned(
+                self.ctx, table, columns, lambda plan: self.materialize_base(cte, plan, columns))
         return self.ctx.bases[key].df
+
+    def materialize_base(self, cte: CTEPlan, plan: DataFrame, columns: tuple[str, ...]) -> PartitionedBase:
+        """Checkpoint the repartitioned base, observing its per-partition rows (and its heavy
+        keys with balancing on) in the one job that materializes it."""
+        observation = Observation(f"recsql_base_{next(_base_names)}")
+        sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}") for k in range(self.ctx.partitions)]
+        keys = skew.base_metrics(tuple(columns), self.ctx.settings)
+        observed = with_partition(plan).observe(observation, *sizes, *keys).drop(PARTITION)
+        partitioned = PartitionedBase(self.materialize(cte, observed, 0))
+        counts = observation.get
+        if counts:
+            partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
+            partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
+        return partitioned
 
     def base_sizes(self, branch: Branch) -> list[int] | None:
         """Per-partition rows of the branch's (first) pre-partitioned base table, if known."""

@@ -19,8 +19,8 @@ from recsql.settings import Settings
 
 @dataclass
 class PartitionedBase:
-    """A base table hash-partitioned by its join columns and checkpointed once per statement,
-    with what that one action observed of it."""
+    """A base table hash-partitioned by its join columns and checkpointed (`bases.partitioned`),
+    with what the one action that materialized it observed."""
 
     df: DataFrame
     partition_rows: list[int] | None = None  # None when Spark reports no observation (Connect)

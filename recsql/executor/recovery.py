@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
+from recsql.executor.bases import file_identity, forget
 from recsql.executor.loop import Loop
 from recsql.executor.state import ContributorState, RelationState
 
@@ -135,24 +136,9 @@ def read_relations(plan: QueryPlan) -> set[str]:
 
 def relation_identity(df: DataFrame) -> list[Any]:
     """Schema, then each input file with its size and mtime (local) or the row count."""
-    identity: list[Any] = [df.schema.simpleString()]
-    try:
-        files = sorted(df.inputFiles())
-    except Exception:  # noqa: BLE001
-        files = []
-    remote = False
-    for uri in files:
-        parsed = urlparse(uri)
-        if parsed.scheme in ("", "file"):
-            try:
-                stat = os.stat(parsed.path)
-                identity.append((uri, stat.st_size, stat.st_mtime_ns))
-                continue
-            except OSError:
-                pass
-        identity.append((uri,))
-        remote = True
-    if not files or remote:
+    files, local = file_identity(df)
+    identity: list[Any] = [df.schema.simpleString(), *files]
+    if not local:
         identity.append(("rows", df.count()))
     return identity
 
@@ -257,6 +243,7 @@ class GroupCheckpoints:
             raise error
         self.recoveries += 1
         self.run.ctx.bases.clear()  # the pre-partitioned base tables may have died too
+        forget(self.run.ctx.spark)
         iteration = self._load_latest(rec)
         if iteration is None:
             raise error

@@ -1,0 +1,107 @@
+"""Base tables hash-partitioned by their join columns, built once and kept across statements.
+
+A recursive branch joins its delta with a base table at every iteration, so recsql shuffles the
+table once by the join columns and checkpoints it: every iteration's join is then co-partitioned.
+That copy is loop-invariant beyond the statement too (HaLoop keeps such data across jobs): the
+next statement over the same unchanged table joins the kept copy instead of building it again.
+
+"Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
+DataFrame is another plan), over the same input files with the same sizes and modification times.
+A table read from files off the local disk, or from none (a JDBC source, say), can change behind
+the same plan, so its copy is kept only while the user has the table cached: then Spark itself
+answers from that snapshot. Copies are kept on a local master only, where a checkpoint's blocks
+live as long as the session; a cluster's executors can be lost between statements, taking the
+blocks with them. At most `spark.recsql.base.keep` copies stay per session, the least recently
+used leaving first (Spark frees a checkpoint once nothing refers to it).
+
+The copies are `localCheckpoint`s rather than `persist`ed: a base read through `spark.sql`'s
+DataFrame bindings was never matched to its cache entry (each iteration re-read and re-shuffled
+the table: SSSP at RMAT 2^16 took 10.6 s instead of 5.6 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from pyspark.sql import DataFrame, SparkSession
+
+from recsql.executor.loop import Context, PartitionedBase
+from recsql.planner.model import base_key
+
+log = logging.getLogger(__name__)
+
+@dataclass
+class _Kept:
+    base: PartitionedBase
+    plan: DataFrame  # the repartitioned table the copy was made from
+    files: list[tuple[Any, ...]]
+
+
+# per session: the kept copies, least recently used first
+_KEPT: weakref.WeakKeyDictionary[SparkSession, OrderedDict[tuple, _Kept]] = weakref.WeakKeyDictionary()
+
+
+def partitioned(ctx: Context, table: str, columns: tuple[str, ...],
+                build: Callable[[DataFrame], PartitionedBase]) -> PartitionedBase:
+    """`table` hash-partitioned by `columns` into the statement's partitions: a copy kept from an
+    earlier statement if its input is unchanged, else the one `build` materializes from the
+    repartitioned table, kept for later statements where that is safe."""
+    plan = ctx.spark.table(table).repartition(ctx.partitions, *columns)
+    if ctx.settings.base_keep == 0 or not _local_master(ctx.spark):
+        return build(plan)
+    kept = _KEPT.setdefault(ctx.spark, OrderedDict())
+    files, local = file_identity(plan)
+    reusable = local or ctx.spark.catalog.isCached(table)
+    # the heavy-key watch observes a copy's top keys only when it is on
+    slot = (*base_key(table, columns), ctx.partitions, ctx.settings.skew_enabled)
+    old = kept.pop(slot, None)
+    if old is not None and reusable and old.files == files and plan.sameSemantics(old.plan):
+        log.info("recsql: base %s partitioned by (%s) kept from an earlier statement",
+                 table, ", ".join(columns))
+        kept[slot] = old
+        return old.base
+    base = build(plan)
+    if reusable:
+        kept[slot] = _Kept(base, plan, files)
+        while len(kept) > ctx.settings.base_keep:
+            kept.popitem(last=False)
+    return base
+
+
+def forget(spark: SparkSession) -> None:
+    """Drop the session's kept copies (their blocks were lost)."""
+    _KEPT.pop(spark, None)
+
+
+def _local_master(spark: SparkSession) -> bool:
+    return (spark.conf.get("spark.master", None) or "").startswith("local")
+
+
+def file_identity(df: DataFrame) -> tuple[list[tuple[Any, ...]], bool]:
+    """Each input file of `df` with its size and mtime where it is on the local disk; and whether
+    all of them are (False when it has no input files)."""
+    try:
+        files = sorted(df.inputFiles())
+    except Exception:  # noqa: BLE001 - a source that cannot list its inputs
+        return [], False
+    identity: list[tuple[Any, ...]] = []
+    local = bool(files)
+    for uri in files:
+        parsed = urlparse(uri)
+        if parsed.scheme in ("", "file"):
+            try:
+                stat = os.stat(parsed.path)
+                identity.append((uri, stat.st_size, stat.st_mtime_ns))
+                continue
+            except OSError:
+                pass
+        identity.append((uri,))
+        local = False
+    return identity, local
