@@ -23,13 +23,6 @@ CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contr
 PARTITION = "__rq_partition"
 
 
-def empty(spark: SparkSession, schema: StructType) -> DataFrame:
-    """No rows, in a form the optimizer prunes: `limit(0)` becomes an empty local relation, so
-    the first merge's union with the empty state collapses instead of scanning and shuffling an
-    empty RDD (one stage fewer in every base step)."""
-    return spark.createDataFrame([], schema).limit(0)
-
-
 def with_partition(df: DataFrame) -> DataFrame:
     """`df` with the id of the partition each row sits in, as a column for metrics to count.
 
@@ -65,7 +58,7 @@ class RelationState:
         self.cte = cte
         self.schema = schema
         self.partitions = partitions
-        self.all: DataFrame = empty(spark, schema)
+        self.all: DataFrame = spark.createDataFrame([], schema)
         self.delta: DataFrame = self.all
         self.delta_rows = 0
         self.total_rows = 0
@@ -136,7 +129,7 @@ class RelationState:
 
     def no_change(self) -> None:
         """No candidates this iteration: the delta is empty and `all` stays as it is."""
-        self.delta = empty(self.spark, self.schema)
+        self.delta = self.spark.createDataFrame([], self.schema)
         self.delta_rows = 0
         self.delta_partition_rows = None
 
@@ -208,7 +201,7 @@ class ContributorState(RelationState):
             [*[schema[k] for k in self.key], schema_field(CONTRIB),
              *[schema[c.name] for c in cte.aggregates]]
         )
-        self.contributors: DataFrame = empty(spark, contributor_schema)
+        self.contributors: DataFrame = spark.createDataFrame([], contributor_schema)
 
     def delta_flag(self) -> Column:
         return F.col(REP) & F.col(CHANGED)
