@@ -37,6 +37,7 @@ from recsql.planner.model import base_key
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class _Kept:
     base: PartitionedBase
