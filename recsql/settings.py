@@ -82,8 +82,8 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
                               "state plus base rows the driver may hold to finish the fixpoint"),
     "base.keep": ("base_keep", 4, _non_negative_int,
-                  "base tables kept partitioned for later statements over the same unchanged input "
-                  "(0: each statement partitions its own)"),
+                  "base tables kept (partitioned, or pulled to the driver) for later statements "
+                  "over the same unchanged input (0: each statement makes its own)"),
     "doubling.afterIterations": ("doubling_after_iterations", 8, _non_negative_int,
                                  "a linear transitive closure still running after this many "
                                  "iterations switches to recursive doubling (0: never)"),

@@ -1,17 +1,20 @@
-"""Base tables hash-partitioned by their join columns, built once and kept across statements.
+"""Base tables hash-partitioned by their join columns (and base tables pulled to the driver for
+the endgame), built once and kept across statements.
 
 A recursive branch joins its delta with a base table at every iteration, so recsql shuffles the
 table once by the join columns and checkpoints it: every iteration's join is then co-partitioned.
 That copy is loop-invariant beyond the statement too (HaLoop keeps such data across jobs): the
 next statement over the same unchanged table joins the kept copy instead of building it again.
+The same holds for the rows the driver endgame pulls as Arrow (`pulled`): a statement that runs
+wholly on the driver then starts its DuckDB fixpoint without a Spark job.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
 DataFrame is another plan), over the same input files with the same sizes and modification times.
 A table read from files off the local disk, or from none (a JDBC source, say), can change behind
 the same plan, so its copy is kept only while the user has the table cached: then Spark itself
-answers from that snapshot. Copies are kept on a local master only, where a checkpoint's blocks
-live as long as the session; a cluster's executors can be lost between statements, taking the
-blocks with them. At most `spark.recsql.base.keep` copies stay per session, the least recently
+answers from that snapshot. Partitioned copies are kept on a local master only, where a
+checkpoint's blocks live as long as the session; a cluster's executors can be lost between
+statements, taking the blocks with them (driver copies live in this process). At most `spark.recsql.base.keep` copies stay per session, the least recently
 used leaving first (Spark frees a checkpoint once nothing refers to it).
 
 The copies are `localCheckpoint`s rather than `persist`ed: a base read through `spark.sql`'s
@@ -40,8 +43,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Kept:
-    base: PartitionedBase
-    plan: DataFrame  # the repartitioned table the copy was made from
+    value: Any  # a PartitionedBase, or the table's rows on the driver (a pyarrow.Table)
+    plan: DataFrame  # what the copy was made from
     files: list[tuple[Any, ...]]
 
 
@@ -55,25 +58,48 @@ def partitioned(ctx: Context, table: str, columns: tuple[str, ...],
     earlier statement if its input is unchanged, else the one `build` materializes from the
     repartitioned table, kept for later statements where that is safe."""
     plan = ctx.spark.table(table).repartition(ctx.partitions, *columns)
-    if ctx.settings.base_keep == 0 or not _local_master(ctx.spark):
+    # the heavy-key watch observes a copy's top keys only when it is on
+    slot = ("partitioned", *base_key(table, columns), ctx.partitions, ctx.settings.skew_enabled)
+    if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
         return build(plan)
+    return _kept(ctx, slot, table, plan, build)
+
+
+def pulled(ctx: Context, table: str, pull: Callable[[DataFrame], Any]) -> Any:
+    """`table`'s rows on the driver (what `pull` makes of the table, a pyarrow.Table for the
+    endgame): a copy kept from an earlier statement if the table is unchanged, else a new one,
+    kept where that is safe. The copy lives in this process, so it is kept on any master."""
+    return _kept(ctx, ("pulled", table), table, ctx.spark.table(table), pull)
+
+
+def kept_pulled(ctx: Context, table: str) -> Any:
+    """The kept driver copy of `table` if the table is unchanged since it was made, else None
+    (nothing is pulled)."""
+    return _kept(ctx, ("pulled", table), table, ctx.spark.table(table), None)
+
+
+def _kept(ctx: Context, slot: tuple, table: str, plan: DataFrame,
+          build: Callable[[DataFrame], Any] | None) -> Any:
+    """The copy kept in `slot` if `plan` is unchanged since it was made, else what `build`
+    makes of `plan` (kept if it is safe to), or None without `build`."""
+    if ctx.settings.base_keep == 0:
+        return None if build is None else build(plan)
     kept = _KEPT.setdefault(ctx.spark, OrderedDict())
     files, local = file_identity(plan)
     reusable = local or ctx.spark.catalog.isCached(table)
-    # the heavy-key watch observes a copy's top keys only when it is on
-    slot = (*base_key(table, columns), ctx.partitions, ctx.settings.skew_enabled)
     old = kept.pop(slot, None)
     if old is not None and reusable and old.files == files and plan.sameSemantics(old.plan):
-        log.info("recsql: base %s partitioned by (%s) kept from an earlier statement",
-                 table, ", ".join(columns))
+        log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
         kept[slot] = old
-        return old.base
-    base = build(plan)
+        return old.value
+    if build is None:
+        return None
+    value = build(plan)
     if reusable:
-        kept[slot] = _Kept(base, plan, files)
+        kept[slot] = _Kept(value, plan, files)
         while len(kept) > ctx.settings.base_keep:
             kept.popitem(last=False)
-    return base
+    return value
 
 
 def forget(spark: SparkSession) -> None:

@@ -1,6 +1,8 @@
-"""Pre-partitioned base tables kept across statements (`recsql.executor.bases`): a later
-statement over the same unchanged table joins the kept copy, and any change to the table (its
-files, the view's DataFrame) gives a fresh copy, with every answer checked against networkx."""
+"""Base tables kept across statements (`recsql.executor.bases`): a later statement over the same
+unchanged table joins the kept pre-partitioned copy (the Spark loop) or reads the kept driver
+copy (the default path, where these small fixpoints run wholly on the driver), and any change to
+the table (its files, the view's DataFrame) gives a fresh copy, with every answer checked against
+networkx."""
 
 from __future__ import annotations
 
@@ -12,8 +14,13 @@ import pytest
 import recsql
 from conftest import unique_name
 
-# The copies are joined by the Spark loop's iterations: every iteration runs on Spark.
-pytestmark = pytest.mark.usefixtures("spark_loop")
+# Both kinds of copy: the Spark loop's partitioned one, and the driver's (default settings).
+PATHS = {"spark_loop": {"spark.recsql.endgame.enabled": "false"}, "default": {}}
+
+
+@pytest.fixture(params=list(PATHS))
+def path(request) -> dict:
+    return PATHS[request.param]
 
 SSSP = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
   UNION (SELECT {t}.Dst, path.Cost + {t}.Cost FROM path, {t} WHERE path.Dst = {t}.Src)
@@ -30,8 +37,9 @@ def oracle(edges) -> set[tuple]:
     return set(nx.single_source_dijkstra_path_length(g, 1).items())
 
 
-def sssp(spark, table: str, caplog, **conf) -> tuple[set[tuple], bool]:
-    """The answer, and whether the statement joined a kept copy of `table`."""
+def sssp(spark, table: str, caplog, path: dict, **conf) -> tuple[set[tuple], bool]:
+    """The answer on `path`, and whether the statement read a kept copy of `table`."""
+    conf = {**path, **conf}
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
         df = recsql.sql(SSSP.replace("{t}", table), spark=spark, conf=conf)
@@ -39,57 +47,57 @@ def sssp(spark, table: str, caplog, **conf) -> tuple[set[tuple], bool]:
     return answer, any(KEPT in r.getMessage() and table in r.getMessage() for r in caplog.records)
 
 
-def test_an_unchanged_file_table_is_partitioned_once(spark, tmp_path, caplog):
+def test_an_unchanged_file_table_is_copied_once(spark, tmp_path, caplog, path):
     name = unique_name("edges_file")
     spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.parquet(str(tmp_path / name))
     spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(name)
-    assert sssp(spark, name, caplog) == (oracle(EDGES), False)
-    assert sssp(spark, name, caplog) == (oracle(EDGES), True)
+    assert sssp(spark, name, caplog, path) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, path) == (oracle(EDGES), True)
 
 
-def test_a_table_whose_files_changed_is_partitioned_again(spark, caplog):
+def test_a_table_whose_files_changed_is_copied_again(spark, caplog, path):
     name = unique_name("edges_table")
     spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.saveAsTable(name)
     try:
-        assert sssp(spark, name, caplog) == (oracle(EDGES), False)
+        assert sssp(spark, name, caplog, path) == (oracle(EDGES), False)
         spark.sql(f"INSERT INTO {name} VALUES (1, 6, 2), (6, 5, 1)")  # shorter paths to 5 and 6
         changed = [*EDGES, (1, 6, 2), (6, 5, 1)]
         assert oracle(changed) != oracle(EDGES)
-        assert sssp(spark, name, caplog) == (oracle(changed), False)
-        assert sssp(spark, name, caplog) == (oracle(changed), True)
+        assert sssp(spark, name, caplog, path) == (oracle(changed), False)
+        assert sssp(spark, name, caplog, path) == (oracle(changed), True)
     finally:
         spark.sql(f"DROP TABLE {name}")
 
 
-def test_a_cached_view_is_kept_until_it_is_replaced(spark, caplog):
+def test_a_cached_view_is_kept_until_it_is_replaced(spark, caplog, path):
     name = unique_name("edges_cached")
     first = spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").cache()
     first.createOrReplaceTempView(name)
-    assert sssp(spark, name, caplog) == (oracle(EDGES), False)
-    assert sssp(spark, name, caplog) == (oracle(EDGES), True)
+    assert sssp(spark, name, caplog, path) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, path) == (oracle(EDGES), True)
     other = [(s, d, c + 1) for s, d, c in EDGES]
     second = spark.createDataFrame(other, "Src INT, Dst INT, Cost INT").cache()
     second.createOrReplaceTempView(name)
-    assert sssp(spark, name, caplog) == (oracle(other), False)
+    assert sssp(spark, name, caplog, path) == (oracle(other), False)
     first.unpersist()
     second.unpersist()
 
 
-def test_a_table_that_can_change_unseen_is_never_kept(spark, caplog):
+def test_a_table_that_can_change_unseen_is_never_kept(spark, caplog, path):
     # no input files and not cached: its source (JDBC, say) could change behind the same plan
     name = unique_name("edges_mem")
     spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").createOrReplaceTempView(name)
-    assert sssp(spark, name, caplog) == (oracle(EDGES), False)
-    assert sssp(spark, name, caplog) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, path) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, path) == (oracle(EDGES), False)
 
 
-def test_keeping_can_be_turned_off(spark, tmp_path, caplog):
+def test_keeping_can_be_turned_off(spark, tmp_path, caplog, path):
     name = unique_name("edges_off")
     spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.parquet(str(tmp_path / name))
     spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(name)
     off = {"spark.recsql.base.keep": "0"}
-    assert sssp(spark, name, caplog, **off) == (oracle(EDGES), False)
-    assert sssp(spark, name, caplog, **off) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, path, **off) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, path, **off) == (oracle(EDGES), False)
 
 
 @pytest.mark.parametrize("endgame", ["true", "false"])
@@ -101,7 +109,7 @@ def test_the_users_cached_tables_stay_cached(spark, caplog, endgame):
     table.createOrReplaceTempView(name)
     argument = spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").cache()
     conf = {"spark.recsql.endgame.enabled": endgame}
-    assert sssp(spark, name, caplog, **conf)[0] == oracle(EDGES)
+    assert sssp(spark, name, caplog, {}, **conf)[0] == oracle(EDGES)
     by_argument = recsql.sql(SSSP.replace("{t}", "e").replace("FROM path, e", "FROM path, {e} AS e"),
                              spark=spark, conf=conf, e=argument)
     assert {tuple(r) for r in by_argument.collect()} == oracle(EDGES)

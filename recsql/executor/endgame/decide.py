@@ -11,6 +11,7 @@ from typing import Any
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 
+from recsql.executor import bases
 from recsql.executor.driver_sql import Untranslatable, check_forms
 from recsql.executor.endgame.translate import branch_relations
 from recsql.executor.loop import Loop
@@ -132,7 +133,7 @@ def _base_rows(run: Loop, info: RunInfo) -> int | None:
     if info.base_rows is None:
         try:
             info.relations = relations(run)
-            info.base_rows = sum(df.count() for _, df in info.relations.values())
+            info.base_rows = sum(_rows(run, key, df) for key, (_, df) in info.relations.items())
         except (Untranslatable, PySparkException) as error:
             # a relation the driver cannot be given (an unbound reference, a table-valued
             # function), or one Spark cannot size: unresolvable (AnalysisException) or failing
@@ -143,6 +144,14 @@ def _base_rows(run: Loop, info: RunInfo) -> int | None:
             info.disabled = True
             return None
     return info.base_rows
+
+
+def _rows(run: Loop, key: tuple, df: DataFrame) -> int:
+    """A relation's rows: counted by Spark, or known from its driver copy kept by an earlier
+    statement (`bases.pulled`)."""
+    kind, name = key
+    kept = bases.kept_pulled(run.ctx, name) if kind == "table" else None
+    return kept.num_rows if kept is not None else df.count()
 
 
 def relations(run: Loop) -> dict[tuple, tuple[str, DataFrame]]:

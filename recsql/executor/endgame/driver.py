@@ -16,6 +16,7 @@ from pyspark.sql import DataFrame
 from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
+from recsql.executor import bases
 from recsql.executor.action import spark_job
 from recsql.executor.driver_sql import Untranslatable
 from recsql.executor.endgame.decide import RunInfo, applies, applies_from_start, last_iteration, relations
@@ -141,18 +142,26 @@ class _Driver:
 
     # -- Spark -> driver
 
-    def load(self, name: str, df: DataFrame, cache: bool = False) -> None:
-        table = self.info.arrow.get(name) if cache else None
-        if table is None:
-            # A failing read (malformed data, a lost file) is the statement's error, as the
-            # Spark loop would report it; a type Arrow cannot carry only keeps the run on Spark.
-            with spark_job(self.run_.group.ctes[0], last_iteration(self.run_)):
-                try:
-                    table = df.toArrow()
-                except (PySparkTypeError, PySparkValueError, PySparkNotImplementedError) as error:
-                    raise Untranslatable(f"relation {name} to Arrow: {error}") from None
-            if cache:
-                self.info.arrow[name] = table
+    def to_arrow(self, name: str, df: DataFrame) -> Any:
+        # A failing read (malformed data, a lost file) is the statement's error, as the Spark
+        # loop would report it; a type Arrow cannot carry only keeps the run on Spark.
+        with spark_job(self.run_.group.ctes[0], last_iteration(self.run_)):
+            try:
+                return df.toArrow()
+            except (PySparkTypeError, PySparkValueError, PySparkNotImplementedError) as error:
+                raise Untranslatable(f"relation {name} to Arrow: {error}") from None
+
+    def load(self, name: str, df: DataFrame, rows: int | None = None) -> None:
+        """`df` as the DuckDB table `name`; `rows`: its row count, if known (an empty state,
+        such as every state of a fixpoint run from the start, is made without a Spark job)."""
+        if rows == 0:
+            from pyspark.sql.pandas.types import to_arrow_schema  # as toArrow types the columns
+
+            self.load_arrow(name, to_arrow_schema(df.schema, timezone="UTC").empty_table())
+        else:
+            self.load_arrow(name, self.to_arrow(name, df))
+
+    def load_arrow(self, name: str, table: Any) -> None:
         self.con.register(_ARROW_IN, table)
         self.sql(exp.Create(this=_table(name), kind="TABLE",
                             expression=exp.select("*").from_(_table(_ARROW_IN))))
@@ -162,14 +171,20 @@ class _Driver:
         run = self.run_
         if self.info.relations is None:
             self.info.relations = relations(run)
-        for name, df in self.info.relations.values():
-            self.load(name, df, cache=True)  # kept for a retry after an over-budget attempt
+        for (kind, source), (name, df) in self.info.relations.items():
+            table = self.info.arrow.get(name)  # pulled by an earlier attempt of this run
+            if table is None and kind == "table":  # or by an earlier statement (bases.py)
+                table = bases.pulled(run.ctx, source, lambda _plan: self.to_arrow(name, df))
+            elif table is None:
+                table = self.to_arrow(name, df)
+            self.info.arrow[name] = table  # kept for a retry after an over-budget attempt
+            self.load_arrow(name, table)
         for i, cte in enumerate(run.group.ctes):
             state = run.states[cte.key]
             names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new"}
             self.names[cte.key] = names
-            self.load(names["all"], state.all)
-            self.load(names["delta"], state.delta)
+            self.load(names["all"], state.all, state.total_rows)
+            self.load(names["delta"], state.delta, state.delta_rows)
             self.totals[cte.key] = state.total_rows
             self.deltas[cte.key] = state.delta_rows
             if isinstance(state, ContributorState):
