@@ -14,8 +14,9 @@ A table read from files off the local disk, or from none (a JDBC source, say), c
 the same plan, so its copy is kept only while the user has the table cached: then Spark itself
 answers from that snapshot. Partitioned copies are kept on a local master only, where a
 checkpoint's blocks live as long as the session; a cluster's executors can be lost between
-statements, taking the blocks with them (driver copies live in this process). At most `spark.recsql.base.keep` copies stay per session, the least recently
-used leaving first (Spark frees a checkpoint once nothing refers to it).
+statements, taking the blocks with them (driver copies live in this process). At most
+`spark.recsql.base.keep` copies stay per session, the least recently used leaving first (Spark
+frees a checkpoint once nothing refers to it).
 
 The copies are `localCheckpoint`s rather than `persist`ed: a base read through `spark.sql`'s
 DataFrame bindings was never matched to its cache entry (each iteration re-read and re-shuffled

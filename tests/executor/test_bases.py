@@ -10,9 +10,9 @@ import logging
 
 import networkx as nx
 import pytest
+from conftest import unique_name
 
 import recsql
-from conftest import unique_name
 
 # Both kinds of copy: the Spark loop's partitioned one, and the driver's (default settings).
 PATHS = {"spark_loop": {"spark.recsql.endgame.enabled": "false"}, "default": {}}

@@ -174,7 +174,7 @@ class _Driver:
         for (kind, source), (name, df) in self.info.relations.items():
             table = self.info.arrow.get(name)  # pulled by an earlier attempt of this run
             if table is None and kind == "table":  # or by an earlier statement (bases.py)
-                table = bases.pulled(run.ctx, source, lambda _plan: self.to_arrow(name, df))
+                table = bases.pulled(run.ctx, source, lambda _plan, n=name, d=df: self.to_arrow(n, d))
             elif table is None:
                 table = self.to_arrow(name, df)
             self.info.arrow[name] = table  # kept for a retry after an over-budget attempt
