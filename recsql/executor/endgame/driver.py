@@ -151,6 +151,13 @@ class _Driver:
             except (PySparkTypeError, PySparkValueError, PySparkNotImplementedError) as error:
                 raise Untranslatable(f"relation {name} to Arrow: {error}") from None
 
+    def pull_relation(self, key: tuple, name: str, df: DataFrame) -> Any:
+        """A relation's rows as Arrow; a table's copy is kept for later statements (bases.py)."""
+        kind, source = key
+        if kind != "table":
+            return self.to_arrow(name, df)
+        return bases.pulled(self.run_.ctx, source, lambda _plan: self.to_arrow(name, df))
+
     def load(self, name: str, df: DataFrame, rows: int | None = None) -> None:
         """`df` as the DuckDB table `name`; `rows`: its row count, if known (an empty state,
         such as every state of a fixpoint run from the start, is made without a Spark job)."""
@@ -171,12 +178,10 @@ class _Driver:
         run = self.run_
         if self.info.relations is None:
             self.info.relations = relations(run)
-        for (kind, source), (name, df) in self.info.relations.items():
+        for key, (name, df) in self.info.relations.items():
             table = self.info.arrow.get(name)  # pulled by an earlier attempt of this run
-            if table is None and kind == "table":  # or by an earlier statement (bases.py)
-                table = bases.pulled(run.ctx, source, lambda _plan, n=name, d=df: self.to_arrow(n, d))
-            elif table is None:
-                table = self.to_arrow(name, df)
+            if table is None:
+                table = self.pull_relation(key, name, df)
             self.info.arrow[name] = table  # kept for a retry after an over-budget attempt
             self.load_arrow(name, table)
         for i, cte in enumerate(run.group.ctes):
