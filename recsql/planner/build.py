@@ -309,7 +309,9 @@ class _Planner:
         bases: list[BaseRelation] = []
         for table in _source_tables(branch.select):
             columns = join_columns.get(table.alias_or_name.lower())
-            if not columns or table.name.lower() in self.defs or not isinstance(table.this, exp.Identifier):
+            # a table read with column aliases, a sample, a version or hints is read as written:
+            # the partitioned copy would be of the bare table
+            if not columns or table.name.lower() in self.defs or not _plain_table(table):
                 continue
             self.check_columns(table, columns.values())
             binding = f"rq_base_{len(bases)}"

@@ -116,6 +116,18 @@ def test_sssp(spark, weighted):
     assert dict(got) == nx.single_source_dijkstra_path_length(g, 1)
 
 
+@pytest.mark.parametrize("endgame", ["true", "false"])
+def test_sssp_over_a_table_with_column_aliases(spark, weighted, endgame):
+    # `edge AS e(s, d, c)` is read as written (it once failed: `s` is not a column of edge)
+    q = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
+             UNION (SELECT e.d, path.Cost + e.c FROM path, edge AS e(s, d, c) WHERE path.Dst = e.s)
+           SELECT Dst, Cost FROM path"""
+    got = rows(recsql.sql(q, spark=spark, conf={"spark.recsql.endgame.enabled": endgame}))
+    g = nx.DiGraph()
+    g.add_weighted_edges_from(WEIGHTED)
+    assert dict(got) == nx.single_source_dijkstra_path_length(g, 1)
+
+
 def test_sssp_standard_form_order_by_limit(spark, weighted):
     q = """WITH RECURSIVE path (Dst, min() AS Cost) AS (
              SELECT 1, 0

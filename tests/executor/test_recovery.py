@@ -126,13 +126,21 @@ def conf(directory, interval=5, limit=10000):
             "spark.recsql.maxIterations": str(limit)}
 
 
+# A refused checkpoint restarts the statement from iteration 0 whatever then runs the iterations
+# (the fingerprint does not include the endgame setting), so the refused statements of these
+# tests are answered on the default path, which finishes them on the driver in a fraction of
+# the Spark loop's time.
+ENDGAME = {"spark.recsql.endgame.enabled": "true"}
+
+
 def checkpoints(directory) -> list[Path]:
     """The complete checkpoint directories (`iter-N` holding a manifest) under `directory`."""
     return sorted(p.parent for p in Path(directory).glob(f"*/*/iter-*/{recovery.MANIFEST}"))
 
 
-def interrupted(spark, query, directory, limit=12, interval=5):
-    """Run until maxIterations stops the fixpoint: a driver death after the checkpoints."""
+def interrupted(spark, query, directory, limit=6, interval=5):
+    """Run until maxIterations stops the fixpoint (the chain needs more than 6 iterations): a
+    driver death after the checkpoints (by default one, at iteration 5)."""
     with pytest.raises(recsql.RecSQLExecutionError, match="maxIterations"):
         recsql.run(query, spark=spark, conf=conf(directory, interval, limit))
 
@@ -195,14 +203,14 @@ def test_checkpoint_of_another_query_is_refused(spark, graph, tmp_path):
     directory = tmp_path / "cp"
     interrupted(spark, QUERIES["min"], directory)
     other = QUERIES["min"].replace("path.Cost + g.Cost", "path.Cost + 2 * g.Cost")
-    result = recsql.run(other, spark=spark, conf=conf(directory), resume=True)
+    result = recsql.run(other, spark=spark, conf=conf(directory) | ENDGAME, resume=True)
     assert iterations(result)[0] == 0  # not resumed
     doubled = [(s, d, 2 * c) for s, d, c in EDGES]
     assert rows(result.df) == oracle("min", doubled)
     # a different sum tolerance changes the answer of a float sum: also another fingerprint
     interrupted(spark, QUERIES["sum"], directory)
     result = recsql.run(QUERIES["sum"], spark=spark, resume=True,
-                        conf={**conf(directory), "spark.recsql.sumTolerance": "0.5"})
+                        conf={**conf(directory), **ENDGAME, "spark.recsql.sumTolerance": "0.5"})
     assert iterations(result)[0] == 0
 
 
@@ -211,7 +219,7 @@ def test_checkpoint_of_other_input_data_is_refused(spark, graph, tmp_path):
     interrupted(spark, QUERIES["min"], directory)
     changed = [(s, d, c) for s, d, c in EDGES if (s, d) != (11, 13)] + [(2, 20, 1)]
     graph(changed)  # same view name, same statement, new file
-    result = recsql.run(QUERIES["min"], spark=spark, conf=conf(directory), resume=True)
+    result = recsql.run(QUERIES["min"], spark=spark, conf=conf(directory) | ENDGAME, resume=True)
     assert iterations(result)[0] == 0
     assert rows(result.df) == oracle("min", changed)
 
@@ -223,7 +231,7 @@ def test_checkpoint_of_in_memory_input_with_other_rows_is_refused(spark, tmp_pat
         interrupted(spark, QUERIES["set"], directory)
         fewer = [e for e in EDGES if e[:2] != (16, 18)]
         spark.createDataFrame(fewer, "Src int, Dst int, Cost int").createOrReplaceTempView("g")
-        result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory), resume=True)
+        result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory) | ENDGAME, resume=True)
         assert iterations(result)[0] == 0
         assert rows(result.df) == oracle("set", fewer)
     finally:
@@ -239,13 +247,13 @@ def test_checkpoint_without_manifest_or_with_a_foreign_fingerprint_is_not_used(
     text = manifest.read_text()
     manifest.write_text(text.replace('"fingerprint": "', '"fingerprint": "0'))
     result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory, limit=1000) |
-                        {"spark.recsql.checkpointInterval": "0"}, resume=True)
+                        {"spark.recsql.checkpointInterval": "0"} | ENDGAME, resume=True)
     assert iterations(result)[0] == 0 and rows(result.df) == oracle("set", EDGES)
 
     interrupted(spark, QUERIES["set"], directory)
     [where] = checkpoints(directory)
     (where / recovery.MANIFEST).unlink()  # as if the driver died while writing the checkpoint
-    result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory), resume=True)
+    result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory) | ENDGAME, resume=True)
     assert iterations(result)[0] == 0 and rows(result.df) == oracle("set", EDGES)
 
 

@@ -85,6 +85,20 @@ def test_base_branch_reads_the_pre_partitioned_table():
         assert {b.table for b in base.bases} == bound, anchor
 
 
+def test_recursive_branch_reads_aliased_or_sampled_tables_as_written():
+    # the partitioned copy is of the bare table: column aliases (or a sample) would be lost
+    q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
+         "(SELECT e.d, path.Cost + e.c FROM path, edge AS e(s, d, c) WHERE path.Dst = e.s) "
+         "SELECT Dst, Cost FROM path")
+    for read in ["edge AS e(s, d, c)", "(SELECT Src AS s, Dst AS d, Cost AS c FROM edge "
+                 "TABLESAMPLE (50 PERCENT)) AS e", "edge AS e"]:
+        text = q.replace("edge AS e(s, d, c)", read)
+        if read == "edge AS e":
+            text = text.replace("e.d", "e.Dst").replace("e.c", "e.Cost").replace("e.s", "e.Src")
+        (branch,) = plan(text).groups[0].ctes[0].recursive_branches
+        assert [b.table for b in branch.bases] == (["edge"] if read == "edge AS e" else []), read
+
+
 def test_no_recursion_no_aggregate_goes_to_spark():
     assert plan("WITH a AS (SELECT Src FROM edge) SELECT * FROM a") is None
     assert plan("SELECT * FROM edge") is None
