@@ -149,7 +149,11 @@ class Slices:
 
 
 def watch(run: Loop, ro: RunInfo, cte: CTEPlan, candidates: DataFrame) -> DataFrame:
-    """Count the candidates (the join output) in the iteration's action."""
+    """Count the candidates (the join output) in the iteration's action, while roll-over is on.
+    Off (the default), nothing is watched: a second observation in the action cost a tenth of
+    the run (SSSP at RMAT 2^16 on the Spark loop, interleaved runs: median 5.45 s -> 4.91 s)."""
+    if ro.budget == 0:
+        return candidates
     observation = Observation(f"recsql_output_{cte.key}_{next(_names)}_{id(run)}")
     ro.outputs[cte.key] = observation
     if ro.count_rows is None:  # built once: every Column node costs a Py4J round trip

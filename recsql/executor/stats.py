@@ -23,4 +23,5 @@ class IterationStats:
     split_keys: int = 0  # heavy join keys split over all partitions (skew.py)
     balance: float | None = None  # largest task's join output / rows per partition (1.0 even)
     slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
-    output_rows: int | None = None  # rows of the largest single join output (candidates)
+    # rows of the largest single join output (candidates); None with roll-over off or on Connect
+    output_rows: int | None = None
