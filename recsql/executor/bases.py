@@ -6,15 +6,17 @@ table once by the join columns and checkpoints it: every iteration's join is the
 That copy is loop-invariant beyond the statement too (HaLoop keeps such data across jobs): the
 next statement over the same unchanged table joins the kept copy instead of building it again.
 The same holds for the rows the driver endgame pulls as Arrow (`pulled`): a statement that runs
-wholly on the driver then starts its DuckDB fixpoint without a Spark job.
+wholly on the driver then starts its DuckDB fixpoint without pulling them again.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
 DataFrame is another plan), over the same input files with the same sizes and modification times.
-A table read from files off the local disk, or from none (a JDBC source, say), can change behind
-the same plan, so its copy is kept only while the user has the table cached: then Spark itself
-answers from that snapshot. Partitioned copies are kept on a local master only, where a
-checkpoint's blocks live as long as the session; a cluster's executors can be lost between
-statements, taking the blocks with them (driver copies live in this process). At most
+A table whose rows do not come from local files alone can change behind the same plan: a cached
+table is re-cached after an INSERT or a REFRESH, a JDBC source changes, files elsewhere change.
+Such a table is identified by its rows instead: their count and the sum of their 64-bit hashes,
+one scan of what Spark reads now (for a cached table, the cache). Partitioned copies are kept
+on a local master only, where a checkpoint's blocks live as long as the session; a cluster's
+executors can be lost between statements, taking the blocks with them (driver copies live in
+this process). At most
 `spark.recsql.base.keep` copies stay per session, the least recently used leaving first (Spark
 frees a checkpoint once nothing refers to it).
 
@@ -34,7 +36,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from recsql.executor.loop import Context, PartitionedBase
 from recsql.planner.model import base_key
@@ -86,21 +90,43 @@ def _kept(ctx: Context, slot: tuple, table: str, plan: DataFrame,
     if ctx.settings.base_keep == 0:
         return None if build is None else build(plan)
     kept = _KEPT.setdefault(ctx.spark, OrderedDict())
-    files, local = file_identity(plan)
-    reusable = local or ctx.spark.catalog.isCached(table)
+    files = _identity(ctx, table)
     old = kept.pop(slot, None)
-    if old is not None and reusable and old.files == files and plan.sameSemantics(old.plan):
+    if old is not None and files is not None and old.files == files and plan.sameSemantics(old.plan):
         log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
         kept[slot] = old
         return old.value
     if build is None:
         return None
     value = build(plan)
-    if reusable:
+    if files is not None:
         kept[slot] = _Kept(value, plan, files)
         while len(kept) > ctx.settings.base_keep:
             kept.popitem(last=False)
     return value
+
+
+def _identity(ctx: Context, table: str) -> list[tuple[Any, ...]] | None:
+    """What tells `table`'s rows apart from their earlier versions (once per statement): its
+    input files with sizes and mtimes where they are all on the local disk and not cached (a stat
+    each); else its row count and the sum of its rows' 64-bit hashes (one scan: a table cached,
+    refreshed after an INSERT, or read from no local files, such as a JDBC source, is identified
+    by what Spark reads now); None where the rows cannot be hashed (a map column)."""
+    if table not in ctx.identities:
+        df = ctx.spark.table(table)
+        found, local = file_identity(df)
+        files: list[tuple[Any, ...]] | None = found
+        if not local:
+            try:
+                row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(
+                    F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).cast("decimal(38, 0)")
+                ).alias("h")).first()
+                files = [("rows", row["n"], str(row["h"]))] if row is not None else None
+            except PySparkException as error:
+                log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
+                files = None
+        ctx.identities[table] = files
+    return ctx.identities[table]
 
 
 def forget(spark: SparkSession) -> None:

@@ -46,6 +46,8 @@ class Context:
     # a recovery.Recovery (reliable checkpoints and resume), or None; untyped here because
     # recovery.py itself sees the loop through this module
     recovery: Any = None
+    # table -> what identifies its rows this statement (bases.py), computed once
+    identities: dict[str, Any] = field(default_factory=dict)
 
 
 class Loop(Protocol):
