@@ -12,13 +12,13 @@ wholly on the driver then starts its DuckDB fixpoint without pulling them again.
 DataFrame is another plan), over the same input files with the same sizes and modification times.
 A table whose rows do not come from local files alone can change behind the same plan: a cached
 table is re-cached after an INSERT or a REFRESH, a JDBC source changes, files elsewhere change.
-Such a table is identified by its rows instead: their count and the sum of their 64-bit hashes,
-one scan of what Spark reads now (for a cached table, the cache). Partitioned copies are kept
-on a local master only, where a checkpoint's blocks live as long as the session; a cluster's
-executors can be lost between statements, taking the blocks with them (driver copies live in
-this process). At most
-`spark.recsql.base.keep` copies stay per session, the least recently used leaving first (Spark
-frees a checkpoint once nothing refers to it).
+A cached table is identified by its rows instead: their count and the sum of their 64-bit
+hashes, one scan of the cache Spark reads. Any other table without local files is never kept.
+
+Partitioned copies are kept on a local master only, where a checkpoint's blocks live as long as
+the session; a cluster's executors can be lost between statements, taking the blocks with them
+(driver copies live in this process). At most `spark.recsql.base.keep` copies stay per session,
+the least recently used leaving first (Spark frees a checkpoint once nothing refers to it).
 
 The copies are `localCheckpoint`s rather than `persist`ed: a base read through `spark.sql`'s
 DataFrame bindings was never matched to its cache entry (each iteration re-read and re-shuffled
@@ -52,6 +52,8 @@ class _Kept:
     plan: DataFrame  # what the copy was made from
     files: list[tuple[Any, ...]]
 
+
+ROWS = "rows"  # an identity by row count and hash sum (not by files)
 
 # per session: the kept copies, least recently used first
 _KEPT: weakref.WeakKeyDictionary[SparkSession, OrderedDict[tuple, _Kept]] = weakref.WeakKeyDictionary()
@@ -106,22 +108,31 @@ def _kept(ctx: Context, slot: tuple, table: str, plan: DataFrame,
     return value
 
 
+def row_count(ctx: Context, table: str) -> int | None:
+    """`table`'s rows, if this statement's identity check counted them (a cached table)."""
+    found = _identity(ctx, table)
+    return found[0][1] if found and found[0][0] == ROWS else None
+
+
 def _identity(ctx: Context, table: str) -> list[tuple[Any, ...]] | None:
     """What tells `table`'s rows apart from their earlier versions (once per statement): its
     input files with sizes and mtimes where they are all on the local disk and not cached (a stat
-    each); else its row count and the sum of its rows' 64-bit hashes (one scan: a table cached,
-    refreshed after an INSERT, or read from no local files, such as a JDBC source, is identified
-    by what Spark reads now); None where the rows cannot be hashed (a map column)."""
+    each); for a cached table, its row count and the sum of its rows' 64-bit hashes (one scan of
+    the cache, which an INSERT or a REFRESH re-makes under the same plan); None for a table that
+    cannot be told apart cheaply (uncached without local files, such as a JDBC source: never
+    kept) or whose rows cannot be hashed (a map column)."""
     if table not in ctx.identities:
         df = ctx.spark.table(table)
         found, local = file_identity(df)
         files: list[tuple[Any, ...]] | None = found
-        if not local:
+        if not local and not ctx.spark.catalog.isCached(table):
+            files = None
+        elif not local:
             try:
                 row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(
                     F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).cast("decimal(38, 0)")
                 ).alias("h")).first()
-                files = [("rows", row["n"], str(row["h"]))] if row is not None else None
+                files = [(ROWS, row["n"], str(row["h"]))] if row is not None else None
             except PySparkException as error:
                 log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
                 files = None

@@ -147,11 +147,16 @@ def _base_rows(run: Loop, info: RunInfo) -> int | None:
 
 
 def _rows(run: Loop, key: tuple, df: DataFrame) -> int:
-    """A relation's rows: counted by Spark, or known from its driver copy kept by an earlier
-    statement (`bases.pulled`)."""
+    """A relation's rows: known from its driver copy kept by an earlier statement
+    (`bases.pulled`) or from the check for one, else counted by Spark."""
     kind, name = key
-    kept = bases.kept_pulled(run.ctx, name) if kind == "table" else None
-    return kept.num_rows if kept is not None else df.count()
+    if kind != "table":
+        return df.count()
+    kept = bases.kept_pulled(run.ctx, name)
+    if kept is not None:
+        return kept.num_rows
+    counted = bases.row_count(run.ctx, name)  # by the check that found no kept copy
+    return counted if counted is not None else df.count()
 
 
 def relations(run: Loop) -> dict[tuple, tuple[str, DataFrame]]:
