@@ -124,7 +124,7 @@ def _par(text: str) -> str:
     return f"({text})"
 
 
-@settings(max_examples=20, deadline=None, derandomize=True,
+@settings(max_examples=12, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(expression=st.one_of(*typed_expressions()))
 def test_driver_agrees_with_spark_on_generated_branches(spark, typed, expression):
