@@ -23,20 +23,25 @@ _names = count()
 
 
 def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: DataFrame, iteration: int,
-                     watched: list[Column]) -> tuple[dict, bool]:
+                     watched: list[Column], by_partition: bool) -> tuple[dict, bool]:
     """Run the action on `merged` (the state's merge of the candidates) and commit it; the
-    observed metrics (the state's and `watched`), and whether Spark reported the observation
-    (where it did not, the metrics are recomputed from the checkpointed rows, and observations
-    of the candidates are lost)."""
+    observed metrics (the state's, its delta's rows per partition if `by_partition`, and
+    `watched`), and whether Spark reported the observation (where it did not, the metrics are
+    recomputed from the checkpointed rows, and observations of the candidates are lost)."""
     observation = Observation(f"recsql_{cte.key}_{iteration}_{next(_names)}")
-    observed = with_partition(merged).observe(observation, *state.metrics, *watched).drop(PARTITION)
+    if by_partition:
+        metrics = [*state.totals, *state.partition_sizes, *watched]
+        observed = with_partition(merged).observe(observation, *metrics).drop(PARTITION)
+    else:
+        metrics = [*state.totals, *watched]
+        observed = merged.observe(observation, *metrics)
     checkpointed = run.materialize(cte, observed, iteration)
-    metrics = observation.get
-    reported = "delta_rows" in metrics
+    found = observation.get
+    reported = "delta_rows" in found
     if not reported:  # Spark Connect does not report observations of a checkpoint
-        metrics = aggregate(with_partition(checkpointed), [*state.metrics, *watched])
-    state.commit(checkpointed, metrics)
-    return metrics, reported
+        found = aggregate(with_partition(checkpointed) if by_partition else checkpointed, metrics)
+    state.commit(checkpointed, found)
+    return found, reported
 
 
 def aggregate(df: DataFrame, columns: list[Column]) -> dict:

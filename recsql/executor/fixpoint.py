@@ -264,6 +264,25 @@ class GroupRun:
             return joinside.SHUFFLE
         return choice
 
+    def vote_uses_sizes(self, cte: CTEPlan) -> bool:
+        """Whether a join-side vote of the next iteration can use the per-partition sizes of
+        `cte`'s delta, so that the action measures them: a branch reading that delta joins a
+        base table, and the vote can change its join. It cannot for a co-partitioned join with a
+        base too large to broadcast: that join runs in place whatever the vote (see
+        `join_strategy`), the common case of a graph's edge table."""
+        if self.ctx.settings.join_strategy != "auto":
+            return False
+        for reader in self.group.ctes:
+            branches = [*reader.recursive_branches, *([reader.doubling] if reader.doubling else [])]
+            for branch in branches:
+                if not branch.bases or all(ref.cte != cte.key for ref in branch.refs):
+                    continue
+                base_parts = self.base_sizes(branch)
+                if not branch.copartitioned or base_parts is None or \
+                        sum(base_parts) <= self.ctx.settings.broadcast_rows:
+                    return True
+        return False
+
     def step(self, iteration: int, build_candidates) -> None:
         """Build every CTE's candidates from the previous states, then merge each (the first
         CTE's time includes building the candidates)."""
@@ -281,7 +300,8 @@ class GroupRun:
                     df = rider.watch(cte, df, iteration)
                 watched = [m for rider in self.riders for m in rider.metrics(cte, state)]
                 job_started = time.perf_counter()
-                metrics, reported = checkpoint_merge(self, cte, state, state.merge(df), iteration, watched)
+                metrics, reported = checkpoint_merge(self, cte, state, state.merge(df), iteration, watched,
+                                                     by_partition=self.vote_uses_sizes(cte))
                 job_seconds = time.perf_counter() - job_started
                 for rider in self.riders:
                     rider.observed(cte, metrics, reported)

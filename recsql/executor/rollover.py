@@ -351,7 +351,8 @@ def _merge_slice(run: Loop, ro: RunInfo, cte: CTEPlan, candidates: DataFrame, it
     describe_jobs(run.ctx.spark, f"recsql: {cte.name} iteration {iteration} slice {s + 1}/{n}")
     merged = state.merge(watch(run, ro, cte, candidates))
     estimates = metrics(run, ro, cte)
-    observed, _ = checkpoint_merge(run, cte, state, merged, iteration, watched=estimates)
+    observed, _ = checkpoint_merge(run, cte, state, merged, iteration, watched=estimates,
+                                   by_partition=run.vote_uses_sizes(cte))
     record(run, ro, cte, observed)
     return output_rows(run, ro, cte), observed
 

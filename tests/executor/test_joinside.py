@@ -85,3 +85,12 @@ def test_iteration_time_is_split_into_driver_and_job(spark, view):
     for s in result.stats:
         assert s.driver_seconds >= 0
         assert s.driver_seconds + s.job_seconds == pytest.approx(s.seconds, abs=1e-6)
+
+
+def test_a_co_partitioned_join_with_a_base_too_large_to_broadcast_runs_in_place(spark, view):
+    # No vote can move such a join, so its iterations do not measure the delta per partition;
+    # each still runs in place, and the answer is Dijkstra's.
+    view("edge", EDGES, "Src INT, Dst INT, Cost INT")
+    result = recsql.run(SSSP, spark=spark, conf={"spark.recsql.broadcastRows": "0"})
+    assert sorted(tuple(r) for r in result.df.collect()) == _dijkstra()
+    assert {s.join_strategy for s in result.stats if s.iteration > 0} == {"co-partitioned"}
