@@ -115,7 +115,7 @@ def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
     ]
     total = med("total")
     parts = [
-        ("parse, plan, type inference, pre-partition + checkpoint the base table", fixed),
+        ("parse, plan, type inference, pre-partition + cache the base table", fixed),
         ("base step (iteration 0: one job)", med("base_step")),
         (f"iterations: driver (DataFrames, SQL analysis, metrics), {n:.0f} iterations", med("driver")),
         (f"iterations: Spark jobs (one per iteration), {n:.0f} iterations", med("jobs")),

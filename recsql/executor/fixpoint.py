@@ -9,14 +9,13 @@ ends the loop. Checkpointing cuts the lineage, so iteration N plans as fast as i
 from __future__ import annotations
 
 import time
-from itertools import count
 
-from pyspark.sql import Column, DataFrame, Observation
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsql.errors import RecSQLExecutionError
 from recsql.executor import bases, endgame, joinside, recovery, rollover, skew
-from recsql.executor.action import checkpoint_merge, spark_job
+from recsql.executor.action import aggregate, checkpoint_merge, spark_job
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
 from recsql.executor.schemas import check_width, infer_schemas
@@ -32,8 +31,6 @@ from recsql.executor.state import (
 from recsql.executor.stats import IterationStats
 from recsql.planner import doubling, seeds
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
-
-_base_names = count()
 
 
 class GroupRun:
@@ -102,17 +99,17 @@ class GroupRun:
         return self.ctx.bases[key].df
 
     def materialize_base(self, cte: CTEPlan, plan: DataFrame, columns: tuple[str, ...]) -> PartitionedBase:
-        """Checkpoint the repartitioned base, observing its per-partition rows (and its heavy
-        keys with balancing on) in the one job that materializes it."""
-        observation = Observation(f"recsql_base_{next(_base_names)}")
+        """Cache the repartitioned base in Spark's columnar in-memory store, counting its rows per
+        partition (and its heavy keys with balancing on) in the one job that fills the cache
+        (cached rather than checkpointed: see `bases.py`)."""
         sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}") for k in range(self.ctx.partitions)]
         keys = skew.base_metrics(tuple(columns), self.ctx.settings)
-        observed = with_partition(plan).observe(observation, *sizes, *keys).drop(PARTITION)
-        partitioned = PartitionedBase(self.materialize(cte, observed, 0))
-        counts = observation.get
-        if counts:
-            partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
-            partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
+        cached = plan.persist()
+        with spark_job(cte, 0):
+            counts = aggregate(with_partition(cached), [*sizes, *keys])
+        partitioned = PartitionedBase(cached)
+        partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
+        partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
         return partitioned
 
     def base_sizes(self, branch: Branch) -> list[int] | None:

@@ -19,8 +19,8 @@ from recsql.settings import Settings
 
 @dataclass
 class PartitionedBase:
-    """A base table hash-partitioned by its join columns and checkpointed (`bases.partitioned`),
-    with what the one action that materialized it observed."""
+    """A base table hash-partitioned by its join columns and cached (`bases.partitioned`),
+    with what the one job that filled the cache counted."""
 
     df: DataFrame
     partition_rows: list[int] | None = None  # None when Spark reports no observation (Connect)

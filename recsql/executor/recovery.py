@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
-from recsql.executor.bases import file_identity, forget
+from recsql.executor.bases import file_identity, forget, release
 from recsql.executor.loop import Loop
 from recsql.executor.state import ContributorState, RelationState
 
@@ -242,8 +242,9 @@ class GroupCheckpoints:
         if rec is None or self.recoveries >= MAX_RECOVERIES:
             raise error
         self.recoveries += 1
-        self.run.ctx.bases.clear()  # the pre-partitioned base tables may have died too
-        forget(self.run.ctx.spark)
+        forget(self.run.ctx.spark)  # the pre-partitioned base tables may have died too
+        release(self.run.ctx)
+        self.run.ctx.bases.clear()
         iteration = self._load_latest(rec)
         if iteration is None:
             raise error

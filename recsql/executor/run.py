@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
+from recsql.executor import bases
 from recsql.executor.action import aggregate
 from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
@@ -75,13 +76,16 @@ class Runner:
     def execute(self, plan: QueryPlan) -> Result:
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
-            ctx.recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
-                                                  self.frames, self.resume)
-            stats = []
-            for step in plan.steps:
-                stats += self.run_step(ctx, step)
-            df = self.sql(plan.final, ctx.env, plan.sql)
-            ctx.recovery.finish()
+            try:
+                ctx.recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
+                                                      self.frames, self.resume)
+                stats = []
+                for step in plan.steps:
+                    stats += self.run_step(ctx, step)
+                df = self.sql(plan.final, ctx.env, plan.sql)
+                ctx.recovery.finish()
+            finally:  # the states are checkpoints: the answer does not read the base copies
+                bases.release(ctx)
         return Result(df=df, stats=stats, plan=plan)
 
     def explain(self, plan: QueryPlan, mode: str) -> str:
@@ -91,13 +95,16 @@ class Runner:
         text = [render_plan(plan)]
         with self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
-            for step in plan.steps:
-                if isinstance(step, ViewStep) or not step.recursive:
-                    self.run_step(ctx, step)
-                    continue
-                text.append(f"== Spark physical plan of one iteration of {', '.join(step.names)} ==")
-                text.append(_iteration_plan(GroupRun(ctx, step), mode))
-                break
+            try:
+                for step in plan.steps:
+                    if isinstance(step, ViewStep) or not step.recursive:
+                        self.run_step(ctx, step)
+                        continue
+                    text.append(f"== Spark physical plan of one iteration of {', '.join(step.names)} ==")
+                    text.append(_iteration_plan(GroupRun(ctx, step), mode))
+                    break
+            finally:
+                bases.release(ctx)
         return "\n".join(text)
 
     def context(self, plan: QueryPlan) -> Context:

@@ -136,3 +136,31 @@ def test_the_users_cached_tables_stay_cached(spark, caplog, endgame):
     assert argument.storageLevel.useMemory
     table.unpersist()
     argument.unpersist()
+
+
+def _cached_copy(spark, name: str) -> bool:
+    """Whether a partitioned copy of `name` (by Src, at any width up to 8) is in the session's
+    cache: a plan of that shape then reads an InMemoryRelation (the JVM's plan: a test may)."""
+    plans = (spark.table(name).repartition(p, "Src")._jdf.queryExecution().withCachedData().toString()
+             for p in range(1, 9))
+    return any("InMemoryRelation" in plan for plan in plans)
+
+
+def test_a_copy_not_kept_is_freed_when_the_statement_ends(spark, tmp_path, caplog):
+    # A partitioned copy is a cache entry of the session: one that is not kept must not outlive
+    # its statement, and a kept one leaves when the table changes.
+    name = unique_name("edges_freed")
+    spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.parquet(str(tmp_path / name))
+    spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(name)
+    loop = PATHS["spark_loop"]
+    assert sssp(spark, name, caplog, loop, **{"spark.recsql.base.keep": "0"}) == (oracle(EDGES), False)
+    assert not _cached_copy(spark, name)
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), False)
+    assert _cached_copy(spark, name)  # kept for the next statement
+    changed = [*EDGES, (6, 7, 1)]
+    spark.createDataFrame(changed, "Src INT, Dst INT, Cost INT").write.parquet(str(tmp_path / "changed"))
+    spark.read.parquet(str(tmp_path / "changed")).createOrReplaceTempView(name)
+    assert sssp(spark, name, caplog, loop) == (oracle(changed), False)
+    assert _cached_copy(spark, name)
+    spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(name)
+    assert not _cached_copy(spark, name)  # the old rows' copy left when the new one was made

@@ -180,7 +180,7 @@ def _relation_df(run: Loop, key: tuple) -> DataFrame:
     if kind == "env":
         return run.ctx.env[name]
     # The driver needs the rows, not Spark's placement: a copy the Spark loop already
-    # pre-partitioned and checkpointed reads fastest; pre-partitioning one it never joined would
-    # cost a shuffle and a checkpoint for nothing.
+    # pre-partitioned and cached reads fastest; pre-partitioning one it never joined would
+    # cost a shuffle and a cache for nothing.
     partitioned = next((b.df for (table, _), b in run.ctx.bases.items() if table == name), None)
     return partitioned if partitioned is not None else run.ctx.spark.table(name)
