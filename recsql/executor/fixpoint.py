@@ -245,6 +245,8 @@ class GroupRun:
     def join_strategy(self, cte: CTEPlan, branch: Branch, state: RelationState) -> str:
         """Which side of the delta's join moves this iteration (see joinside: a vote of the
         partitions over the sizes the previous iteration's action reported)."""
+        if self.ctx.settings.join_strategy == "auto" and branch.bases and not self.movable(branch):
+            return joinside.SHUFFLE
         base_parts = self.base_sizes(branch) if branch.bases else None
         choice = joinside.decide(
             delta_parts=state.delta_partition_rows,
@@ -261,24 +263,25 @@ class GroupRun:
             return joinside.SHUFFLE
         return choice
 
+    def movable(self, branch: Branch) -> bool:
+        """Whether a vote can move the delta's join with `branch`'s base table. It cannot for a
+        co-partitioned join with a base too large to broadcast (the common case of a graph's
+        edge table): moving the delta gains nothing (see `join_strategy`), and the base must
+        stay where it is."""
+        if not branch.copartitioned:
+            return True
+        base_parts = self.base_sizes(branch)
+        return base_parts is None or sum(base_parts) <= self.ctx.settings.broadcast_rows
+
     def vote_uses_sizes(self, cte: CTEPlan) -> bool:
         """Whether a join-side vote of the next iteration can use the per-partition sizes of
         `cte`'s delta, so that the action measures them: a branch reading that delta joins a
-        base table, and the vote can change its join. It cannot for a co-partitioned join with a
-        base too large to broadcast: that join runs in place whatever the vote (see
-        `join_strategy`), the common case of a graph's edge table."""
+        base table, and a vote can move that join."""
         if self.ctx.settings.join_strategy != "auto":
             return False
-        for reader in self.group.ctes:
-            branches = [*reader.recursive_branches, *([reader.doubling] if reader.doubling else [])]
-            for branch in branches:
-                if not branch.bases or all(ref.cte != cte.key for ref in branch.refs):
-                    continue
-                base_parts = self.base_sizes(branch)
-                if not branch.copartitioned or base_parts is None or \
-                        sum(base_parts) <= self.ctx.settings.broadcast_rows:
-                    return True
-        return False
+        return any(branch.bases and any(ref.cte == cte.key for ref in branch.refs) and self.movable(branch)
+                   for reader in self.group.ctes
+                   for branch in [*reader.recursive_branches, *([reader.doubling] if reader.doubling else [])])
 
     def step(self, iteration: int, build_candidates) -> None:
         """Build every CTE's candidates from the previous states, then merge each (the first

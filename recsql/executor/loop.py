@@ -23,7 +23,7 @@ class PartitionedBase:
     with what the one job that filled the cache counted."""
 
     df: DataFrame
-    partition_rows: list[int] | None = None  # None when Spark reports no observation (Connect)
+    partition_rows: list[int] | None = None  # counted by the job that fills the cache
     top_keys: dict[tuple, int] = field(default_factory=dict)  # its most frequent join keys (skew on)
 
     @property
