@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsql.errors import RecSQLExecutionError
-from recsql.executor import bases, endgame, joinside, recovery, rollover, skew
+from recsql.executor import bases, endgame, joinside, lookup, recovery, rollover, skew
 from recsql.executor.action import aggregate, checkpoint_merge, spark_job
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
@@ -43,6 +43,7 @@ class GroupRun:
         # (cte, id(branch), width) -> the names and Columns that shape its output
         self.shapes: dict[tuple[str, int, int], tuple[list[str], list[Column]]] = {}
         self.stats: list[IterationStats] = []
+        self.looked_up: set[str] = set()  # the CTEs whose candidates of this iteration used a key lookup
         schemas = infer_schemas(self, group)
         self.states: dict[str, RelationState] = {
             cte.key: make_state(
@@ -104,7 +105,9 @@ class GroupRun:
         (cached rather than checkpointed: see `bases.py`)."""
         sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}") for k in range(self.ctx.partitions)]
         keys = skew.base_metrics(tuple(columns), self.ctx.settings)
-        cached = plan.persist()
+        # sorted by the join columns, so that the cache's per-batch key ranges let a tiny delta
+        # skip most of the copy (lookup.py)
+        cached = plan.sortWithinPartitions(*columns).persist()
         with spark_job(cte, 0):
             counts = aggregate(with_partition(cached), [*sizes, *keys])
         partitioned = PartitionedBase(cached)
@@ -206,7 +209,10 @@ class GroupRun:
                     strategies.add(strategy)
                     df = self.skew.branch_df(cte, branch, variant, refs, strategy)
                     if df is None:
-                        df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE)
+                        looked_up = lookup.bases(self, cte, branch, variant, iteration)
+                        if looked_up:
+                            self.looked_up.add(cte.key)
+                        df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE, looked_up)
                     parts.append(self.shape(cte, branch, df))
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
@@ -287,6 +293,7 @@ class GroupRun:
         """Build every CTE's candidates from the previous states, then merge each (the first
         CTE's time includes building the candidates)."""
         started = time.perf_counter()
+        self.looked_up.clear()
         candidates = build_candidates(iteration)
         for cte in self.group.ctes:
             state = self.states[cte.key]
@@ -309,6 +316,7 @@ class GroupRun:
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
+                lookup=cte.key in self.looked_up,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
                 **{k: v for rider in self.riders for k, v in rider.report(cte).items()},
             )
