@@ -49,6 +49,8 @@ class RecsqlEngine(Engine):
         driver = sum(s.driver_seconds for s in stats if s.iteration > 0 and s.ran_on == "spark")
         jobs = sum(s.job_seconds for s in stats if s.iteration > 0 and s.ran_on == "spark")
         tail = sorted(s.seconds for s in stats if s.ran_on == "driver")
+        lookups = sum(1 for s in stats if getattr(s, "lookup", False))
+        lookup_note = f"; key lookups x{lookups}" if lookups else ""
         tail_note = (f"; driver iterations: median {tail[len(tail) // 2]:.4f} s, max {tail[-1]:.4f} s"
                      if tail else "")
         return Outcome(
@@ -57,7 +59,7 @@ class RecsqlEngine(Engine):
             iter_seconds=[float(s.seconds) for s in stats if getattr(s, "seconds", None) is not None],
             ran_on=", ".join(f"{k} x{v}" for k, v in places.most_common()),
             note=("joins: " + ", ".join(f"{k} x{v}" for k, v in strategies.most_common())
-                  + f"; Spark iterations: driver {driver:.2f} s + jobs {jobs:.2f} s" + tail_note
+                  + f"; Spark iterations: driver {driver:.2f} s + jobs {jobs:.2f} s" + lookup_note + tail_note
                   if stats else ""),
         )
 

@@ -60,18 +60,24 @@ def connect(tmp_path_factory):
 EDGES = [(1, 2, 4), (2, 3, 1), (1, 3, 7), (3, 4, 2), (4, 1, 1), (4, 5, 3)]
 
 
-def test_sssp_over_connect_matches_dijkstra(connect):
+# the default path, and the Spark loop with every tiny delta's key lookup (lookup.py)
+LOOKUP = {"spark.recsql.endgame.enabled": "false", "spark.recsql.lookup.minPartitionRows": "0"}
+
+
+@pytest.mark.parametrize("conf", [{}, LOOKUP], ids=["default", "spark-loop-lookup"])
+def test_sssp_over_connect_matches_dijkstra(connect, conf):
     connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").createOrReplaceTempView("edge")
     result = recsql.run(
         "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT edge.Dst, "
         "path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) SELECT Dst, Cost FROM path",
-        spark=connect,
+        spark=connect, conf=conf,
     )
     graph = nx.DiGraph()
     graph.add_weighted_edges_from(EDGES)
     expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
     assert sorted(tuple(r) for r in result.df.collect()) == expected
     assert result.stats[-1].delta_rows == 0
+    assert any(s.lookup for s in result.stats) == (conf == LOOKUP)
 
 
 def test_connected_components_over_connect_match_networkx(connect):
