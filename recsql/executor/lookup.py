@@ -20,6 +20,7 @@ sides, with no cast, collation or floating-point rounding between them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame
@@ -77,9 +78,10 @@ def bases(run: Loop, cte: CTEPlan, branch: Branch, variant: tuple[str, ...],
     return found or None
 
 
-def key_filter(columns: tuple[str, ...], keys: list[tuple]) -> Column:
-    """True on the rows whose `columns` equal one of `keys`, in a form Spark prunes cached
-    batches with."""
+def key_filter(columns: tuple[str, ...], keys: Iterable[tuple]) -> Column:
+    """True on the rows whose `columns` equal one of `keys` (tuples), in a form Spark prunes
+    cached batches with (skew.py filters by it too)."""
+    keys = list(keys)
     if not keys:
         return F.lit(False)
     if len(columns) == 1:

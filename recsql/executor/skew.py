@@ -34,6 +34,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from recsql.executor import joinside
+from recsql.executor.lookup import key_filter
 from recsql.executor.loop import Loop
 from recsql.executor.state import RelationState
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref
@@ -72,15 +73,6 @@ def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:
             spread = not target.bag and {c.lower() for c in found.columns} < key
             joins.append(Join(ref, base, found.columns, spread))
     return joins
-
-
-def key_filter(columns: tuple[str, ...], keys) -> Column:
-    """True on the rows whose `columns` equal one of `keys` (tuples)."""
-    if len(columns) == 1:
-        return F.col(columns[0]).isin([k[0] for k in keys])
-    matches = [reduce(lambda a, b: a & b, [F.col(c) == F.lit(v) for c, v in zip(columns, k)])
-               for k in keys]
-    return reduce(lambda a, b: a | b, matches)
 
 
 def top_k(column: Column, k: int) -> Column:
