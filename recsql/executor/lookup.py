@@ -10,8 +10,8 @@ the base is filtered by them, and the scan skips every batch whose range holds n
 
 Collecting the keys is one more small job (about 0.08 s on local[2]), which a scan of a small
 base does not cost: the lookup runs only where the base holds at least
-`lookup.minPartitionRows` rows in a partition (RMAT 2^16, 240k rows a partition, was 7% slower
-with it; 2^20, 4M-8M, faster).
+`lookup.minPartitionRows` rows in a partition (forced on at RMAT 2^16, 240k-460k rows a
+partition, SSSP was 7% slower and CC 8% faster; at 2^20, 4M-8M, SSSP 8% and CC 10% faster).
 
 Only an inner equi-join may be filtered so (a base row with another key joins no delta row), and
 only where a key compares as a literal the way the join compares it: the same type on both
