@@ -73,9 +73,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                       "a delta of at most this many rows is broadcast to the join (0: never)"),
     "partitions": ("partitions", 0, int,
                    "partitions of the recursive state (0: spark.sql.shuffle.partitions, locally at most 2 per core)"),
-    "lookup.minPartitionRows": ("lookup_min_partition_rows", 2_000_000, _non_negative_int,
-                                "a delta of at most 32 rows reads only the base rows it joins where "
-                                "the base holds at least this many rows in a partition"),
+    "lookup.enabled": ("lookup_enabled", True, _bool,
+                       "a delta of at most 32 rows reads only the base rows it joins (its keys, "
+                       "observed by the action that made it, pick the cached batches of the base)"),
     "joinStrategy": ("join_strategy", "auto", _join_strategy,
                      "auto (vote of the partitions) or force broadcast-delta, broadcast-base, shuffle"),
     "endgame.enabled": ("endgame_enabled", True, _bool,
@@ -120,7 +120,7 @@ class Settings:
     sum_tolerance: float = 1e-9
     broadcast_rows: int = 50000
     partitions: int = 0
-    lookup_min_partition_rows: int = 2_000_000
+    lookup_enabled: bool = True
     join_strategy: str = "auto"
     endgame_enabled: bool = True
     endgame_max_delta_rows: int = 2_000_000

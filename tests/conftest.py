@@ -44,10 +44,9 @@ def spark(tmp_path_factory):
 @pytest.fixture
 def spark_loop(spark):
     """Every iteration on Spark (the driver endgame off) for the duration of a test: for tests
-    of the Spark loop's own machinery (roll-over, recovery, skew, the join-side vote, doubling).
-    A tiny delta's key lookup, on by default for large base tables only, runs on every base
-    here, so that every query of these tests exercises it."""
-    keys = {"spark.recsql.endgame.enabled": "false", "spark.recsql.lookup.minPartitionRows": "0"}
+    of the Spark loop's own machinery (roll-over, recovery, skew, the join-side vote, doubling,
+    the key lookup)."""
+    keys = {"spark.recsql.endgame.enabled": "false"}
     before = {key: spark.conf.get(key, None) for key in keys}
     for key, value in keys.items():
         spark.conf.set(key, value)

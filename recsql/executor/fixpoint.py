@@ -43,7 +43,6 @@ class GroupRun:
         # (cte, id(branch), width) -> the names and Columns that shape its output
         self.shapes: dict[tuple[str, int, int], tuple[list[str], list[Column]]] = {}
         self.stats: list[IterationStats] = []
-        self.looked_up: set[str] = set()  # the CTEs whose candidates of this iteration used a key lookup
         schemas = infer_schemas(self, group)
         self.states: dict[str, RelationState] = {
             cte.key: make_state(
@@ -56,14 +55,16 @@ class GroupRun:
         self.skew = skew.Balancer(self)
         sliced = rollover.Slices(self)
         self.driver = endgame.Driver(self)
+        self.lookup = lookup.Lookup(self)
         # The ways to run the next iteration(s), asked in this order; the first that does not
         # decline runs them: the rest of the fixpoint on the driver, the next iteration in
         # slices, the next iteration whole on Spark (never declines).
         self.runners: tuple[Runner, ...] = (self.driver, sliced, Whole(self))
         # What rides on a whole iteration's one action, in this order: heavy keys and the join's
         # balance (for the next iteration's split), the join output and its next estimate (for
-        # the next iteration's roll-over decision).
-        self.riders: tuple[Rider, ...] = (self.skew, sliced)
+        # the next iteration's roll-over decision), a tiny next delta's join keys (for the next
+        # iteration's key lookup).
+        self.riders: tuple[Rider, ...] = (self.skew, sliced, self.lookup)
 
     # -- running branches -------------------------------------------------------------
 
@@ -209,10 +210,8 @@ class GroupRun:
                     strategies.add(strategy)
                     df = self.skew.branch_df(cte, branch, variant, refs, strategy)
                     if df is None:
-                        looked_up = lookup.bases(self, cte, branch, variant, iteration)
-                        if looked_up:
-                            self.looked_up.add(cte.key)
-                        df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE, looked_up)
+                        df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE,
+                                            self.lookup.bases(cte, branch, variant))
                     parts.append(self.shape(cte, branch, df))
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
@@ -293,7 +292,6 @@ class GroupRun:
         """Build every CTE's candidates from the previous states, then merge each (the first
         CTE's time includes building the candidates)."""
         started = time.perf_counter()
-        self.looked_up.clear()
         candidates = build_candidates(iteration)
         for cte in self.group.ctes:
             state = self.states[cte.key]
@@ -316,7 +314,6 @@ class GroupRun:
             stats = IterationStats(
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
-                lookup=cte.key in self.looked_up,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
                 **{k: v for rider in self.riders for k, v in rider.report(cte).items()},
             )

@@ -4,14 +4,10 @@ Late in a fixpoint a delta of a handful of rows still joins the whole pre-partit
 on a large base scanning it is most of such an iteration (RMAT 2^20, CC: 33M edges, about 0.9 s
 of a 1.0 s iteration). The base copy is sorted by its join columns within each partition
 (`fixpoint.GroupRun.materialize_base`), so Spark's columnar cache holds each batch's least and
-greatest join key; when the delta has at most `MAX_KEYS` rows, its join keys are collected and
-the base is filtered by them, and the scan skips every batch whose range holds none of them
-(CC at 2^20: such an iteration 1.0 s -> 0.45 s).
-
-Collecting the keys is one more small job (about 0.08 s on local[2]), which a scan of a small
-base does not cost: the lookup runs only where the base holds at least
-`lookup.minPartitionRows` rows in a partition (forced on at RMAT 2^16, 240k-460k rows a
-partition, SSSP was 7% slower and CC 8% faster; at 2^20, 4M-8M, SSSP 8% and CC 10% faster).
+greatest join key. The action that makes a delta also observes its join keys (`Lookup.metrics`),
+which arrive when it has at most `MAX_KEYS` rows; the next iteration filters the base by them,
+and its scan skips every batch whose range holds none of them (CC at 2^20: such an iteration
+1.0 s -> 0.27 s). No job of its own, so it pays on a small base too.
 
 Only an inner equi-join may be filtered so (a base row with another key joins no delta row), and
 only where a key compares as a literal the way the join compares it: the same type on both
@@ -36,8 +32,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from recsql.executor.action import spark_job
 from recsql.executor.loop import Loop
+from recsql.executor.state import RelationState
 from recsql.planner.model import DELTA, Branch, CTEPlan
 
 # `col IN (...)` is compared element by element on every row of the batches it keeps, so the
@@ -47,35 +43,102 @@ MAX_KEYS = 32
 # list longer than spark.sql.optimizer.inSetConversionThreshold (10 by default): lists this long
 # ORed together are pruned like one list
 _IN_LIST = 10
+SKETCH_ITEMS = 4096  # approx_top_k's maxItemsTracked
 
 
-def bases(run: Loop, cte: CTEPlan, branch: Branch, variant: tuple[str, ...],
-          iteration: int) -> dict[str, DataFrame] | None:
-    """The branch's large base tables filtered to the join keys of the rule's (first) delta, by
-    binding, when that delta has at most `MAX_KEYS` rows; None when none is filtered."""
-    if not branch.splittable or DELTA not in variant:
-        return None
-    ref = branch.refs[variant.index(DELTA)]
-    state = run.states[ref.cte]
-    if not 0 < state.delta_rows <= MAX_KEYS:
-        return None
-    found = {}
-    for base in branch.bases:
-        join = base.join_of(ref.binding)
-        if join is None:
-            continue
-        run.base(cte, base.table, base.columns)  # made (or found kept) if the branch has not run yet
-        known = run.ctx.bases[base.key]
-        if max(known.partition_rows or [0]) < run.ctx.settings.lookup_min_partition_rows:
-            continue
-        if not all(_exact(state.schema[r].dataType, _field(known.df.schema, b).dataType)
-                   for r, b in zip(join.columns, base.columns)):
-            continue
-        with spark_job(cte, iteration):
-            rows = {tuple(row) for row in state.delta.select(*join.columns).collect()}
-        keys = [key for key in rows if None not in key]  # a null key joins nothing
-        found[base.binding] = known.df.filter(key_filter(base.columns, keys))
-    return found or None
+class Lookup:
+    """Rides on every whole iteration's action (a `loop.Rider`): the action also observes the
+    next delta's join keys, which arrive when it has at most `MAX_KEYS` rows, so the next
+    iteration's lookup needs no job of its own; `bases` then filters the base tables by them."""
+
+    def __init__(self, run: Loop) -> None:
+        self.run = run
+        # cte -> the columns by which a plain inner equi-join with a base table reads its delta
+        self.columns: dict[str, list[str]] = {}
+        for reader in run.group.ctes:
+            for branch in [*reader.recursive_branches, *([reader.doubling] if reader.doubling else [])]:
+                for ref in branch.refs if branch.splittable else ():
+                    for base in branch.bases:
+                        join = base.join_of(ref.binding)
+                        watched = self.columns.setdefault(ref.cte, [])
+                        watched += [c for c in (join.columns if join else ()) if c not in watched]
+        self.metric_columns: dict[str, list[Column]] = {}
+        # cte -> (the delta the keys were observed for, its distinct non-null values by column)
+        self.keys: dict[str, tuple[DataFrame, dict[str, list]]] = {}
+        self.used: set[str] = set()  # the CTEs whose candidates of this iteration used a lookup
+
+    # -- riding on the action --------------------------------------------------------------
+
+    def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
+        return candidates
+
+    def metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
+        """Per watched column of a type a lookup can compare, the next delta's values, or null
+        when it has more than `MAX_KEYS` rows. A bounded sketch (`approx_top_k`, exact for so few
+        values) rather than a set, which would grow with a large delta (a set cost 0.9 s on a
+        2M-row state, the sketch nothing measurable). Built once per CTE: each Column node is a
+        Py4J round trip."""
+        if not self.run.ctx.settings.lookup_enabled:
+            return []
+        if cte.key not in self.metric_columns:
+            flag = state.delta_flag()
+            few = F.count_if(flag) <= MAX_KEYS
+            self.metric_columns[cte.key] = [
+                # one more than MAX_KEYS: the rows outside the delta count as one null value
+                F.when(few, top_k(F.when(flag, F.col(c)), MAX_KEYS + 1)).alias(f"lookup_keys_{c}")
+                for c in self.columns.get(cte.key, []) if _comparable(state.schema[c].dataType)]
+        return self.metric_columns[cte.key]
+
+    def observed(self, cte: CTEPlan, metrics: dict, reported: bool) -> None:
+        found = {}
+        for c in self.columns.get(cte.key, []):
+            items = metrics.get(f"lookup_keys_{c}")
+            if items is not None:  # a null value joins nothing
+                found[c] = [row["item"] for row in items if row["item"] is not None]
+        # tied to the delta just committed: a delta made any other way (roll-over's slices, a
+        # restored checkpoint) is another DataFrame, and finds no keys
+        self.keys[cte.key] = (self.run.states[cte.key].delta, found)
+
+    def report(self, cte: CTEPlan) -> dict:
+        used = cte.key in self.used
+        self.used.discard(cte.key)
+        return {"lookup": used}
+
+    # -- the lookup --------------------------------------------------------------------------
+
+    def bases(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]) -> dict[str, DataFrame] | None:
+        """The branch's base tables filtered to the join keys of the rule's (first) delta, by
+        binding, when the last action observed them; None when none is filtered.
+
+        A base row is kept when each of its join columns holds a value the delta holds in that
+        column: all the rows that can join, perhaps a few more, which the join itself drops."""
+        if not branch.splittable or DELTA not in variant:
+            return None
+        ref = branch.refs[variant.index(DELTA)]
+        state = self.run.states[ref.cte]
+        delta, values = self.keys.get(ref.cte, (None, {}))
+        if delta is not state.delta:
+            return None
+        found = {}
+        for base in branch.bases:
+            join = base.join_of(ref.binding)
+            if join is None or not all(c in values for c in join.columns):
+                continue
+            table = self.run.base(cte, base.table, base.columns)  # made (or found kept) if not yet
+            if not all(state.schema[r].dataType == _field(table.schema, b).dataType
+                       for r, b in zip(join.columns, base.columns)):
+                continue  # the join casts one side: a literal would not compare as it does
+            kept = [key_filter((b,), [(v,) for v in values[r]]) for r, b in zip(join.columns, base.columns)]
+            found[base.binding] = table.filter(reduce(lambda a, b: a & b, kept))
+        if found:
+            self.used.add(cte.key)
+        return found or None
+
+
+def top_k(column: Column, k: int) -> Column:
+    """approx_top_k of `column`: its `k` most frequent values with their counts, exact while it
+    holds fewer than `SKETCH_ITEMS` distinct values (skew.py watches heavy keys with it too)."""
+    return F.call_function("approx_top_k", column, F.lit(k), F.lit(max(k, SKETCH_ITEMS)))
 
 
 def key_filter(columns: tuple[str, ...], keys: Iterable[tuple]) -> Column:
@@ -98,8 +161,9 @@ def _field(schema: StructType, name: str):
     return next(f for f in schema.fields if f.name.lower() == name.lower())
 
 
-def _exact(delta: DataType, base: DataType) -> bool:
-    """Whether keys of these types compare as literals the way the join compares them."""
-    if isinstance(delta, StringType):
-        return delta == base == StringType()  # a collation compares by its own rules
-    return delta == base and isinstance(delta, (ByteType, ShortType, IntegerType, LongType, DateType))
+def _comparable(data_type: DataType) -> bool:
+    """Whether values of this type compare as literals the way an equi-join compares them: no
+    collation (a collated string compares by its own rules) and no floating-point rounding."""
+    if isinstance(data_type, StringType):
+        return data_type == StringType()
+    return isinstance(data_type, (ByteType, ShortType, IntegerType, LongType, DateType))

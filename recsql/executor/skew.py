@@ -34,13 +34,12 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from recsql.executor import joinside
-from recsql.executor.lookup import key_filter
+from recsql.executor.lookup import SKETCH_ITEMS, key_filter, top_k
 from recsql.executor.loop import Loop
 from recsql.executor.state import RelationState
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref
 from recsql.settings import Settings
 
-SKETCH_ITEMS = 4096  # approx_top_k's maxItemsTracked: exact below this many distinct values
 PID = "__rq_pid"
 
 
@@ -73,10 +72,6 @@ def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:
             spread = not target.bag and {c.lower() for c in found.columns} < key
             joins.append(Join(ref, base, found.columns, spread))
     return joins
-
-
-def top_k(column: Column, k: int) -> Column:
-    return F.call_function("approx_top_k", column, F.lit(k), F.lit(max(k, SKETCH_ITEMS)))
 
 
 def key_column(columns: tuple[str, ...]) -> Column:

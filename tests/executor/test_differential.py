@@ -21,7 +21,7 @@ import recsql
 from recsql import RecSQLError
 
 DRIVER = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 1000000}
-SPARK = {"spark.recsql.endgame.enabled": "false", "spark.recsql.lookup.minPartitionRows": "0"}  # every base looked up
+SPARK = {"spark.recsql.endgame.enabled": "false"}
 
 ROWS = [
     # k, i (INT), l (BIGINT), d (DOUBLE), s (STRING), b, dt (DATE), dec (DECIMAL(10, 2))
