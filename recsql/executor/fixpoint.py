@@ -105,7 +105,7 @@ class GroupRun:
         partition (and its heavy keys with balancing on) in the one job that fills the cache
         (cached rather than checkpointed: see `bases.py`)."""
         sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}") for k in range(self.ctx.partitions)]
-        keys = skew.base_metrics(tuple(columns), self.ctx.settings)
+        keys = skew.base_metrics(plan.schema, tuple(columns), self.ctx.settings)
         # sorted by the join columns, so that the cache's per-batch key ranges let a tiny delta
         # skip most of the copy (lookup.py)
         cached = plan.sortWithinPartitions(*columns).persist()

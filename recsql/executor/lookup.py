@@ -125,7 +125,7 @@ class Lookup:
             if join is None or not all(c in values for c in join.columns):
                 continue
             table = self.run.base(cte, base.table, base.columns)  # made (or found kept) if not yet
-            if not all(state.schema[r].dataType == _field(table.schema, b).dataType
+            if not all(state.schema[r].dataType == field_named(table.schema, b).dataType
                        for r, b in zip(join.columns, base.columns)):
                 continue  # the join casts one side: a literal would not compare as it does
             kept = [key_filter((b,), [(v,) for v in values[r]]) for r, b in zip(join.columns, base.columns)]
@@ -156,7 +156,7 @@ def key_filter(columns: tuple[str, ...], keys: Iterable[tuple]) -> Column:
     return reduce(lambda a, b: a | b, matches)
 
 
-def _field(schema: StructType, name: str):
+def field_named(schema: StructType, name: str):
     """The field `name` names in SQL (case-insensitively)."""
     return next(f for f in schema.fields if f.name.lower() == name.lower())
 

@@ -32,9 +32,17 @@ from functools import cached_property, reduce
 
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    DayTimeIntervalType,
+    MapType,
+    StructType,
+    YearMonthIntervalType,
+)
 
 from recsql.executor import joinside
-from recsql.executor.lookup import SKETCH_ITEMS, key_filter, top_k
+from recsql.executor.lookup import SKETCH_ITEMS, field_named, key_filter, top_k
 from recsql.executor.loop import Loop
 from recsql.executor.state import RelationState
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref
@@ -74,19 +82,17 @@ def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:
     return joins
 
 
-def key_column(columns: tuple[str, ...]) -> Column:
-    return F.col(columns[0]) if len(columns) == 1 else F.struct(*[F.col(c) for c in columns])
+def sketchable(schema: StructType, columns: tuple[str, ...]) -> bool:
+    """Whether approx_top_k can count the key: one column of an atomic type (it refuses structs,
+    so a key of several columns is never found heavy, and its joins are never split)."""
+    return len(columns) == 1 and not isinstance(
+        field_named(schema, columns[0]).dataType, (BinaryType, ArrayType, MapType, StructType, DayTimeIntervalType,
+                                      YearMonthIntervalType))
 
 
 def as_keys(items) -> dict[tuple, int]:
     """approx_top_k's [(item, count)] as {key tuple: count}, without null keys (they never join)."""
-    keys = {}
-    for row in items or []:
-        item = row["item"]
-        key = tuple(item) if hasattr(item, "__fields__") else (item,)
-        if item is not None and None not in key:
-            keys[key] = int(row["count"])
-    return keys
+    return {(row["item"],): int(row["count"]) for row in items or [] if row["item"] is not None}
 
 
 def heavy(counts: dict[tuple, int], total: int, partitions: int, threshold: float,
@@ -100,11 +106,11 @@ def heavy(counts: dict[tuple, int], total: int, partitions: int, threshold: floa
     return {k: c for k, c in counts.items() if c >= bar}
 
 
-def base_metrics(columns: tuple[str, ...], settings: Settings) -> list[Column]:
+def base_metrics(schema: StructType, columns: tuple[str, ...], settings: Settings) -> list[Column]:
     """What the base table's one pre-partitioning action also observes: its most frequent keys."""
-    if not settings.skew_enabled:
+    if not settings.skew_enabled or not sketchable(schema, columns):
         return []
-    return [top_k(key_column(columns), settings.skew_max_keys).alias("skew_top")]
+    return [top_k(F.col(columns[0]), settings.skew_max_keys).alias("skew_top")]
 
 
 class Balancer:
@@ -136,7 +142,8 @@ class Balancer:
         return [j for joins in self.joins.values() for j in joins if j.ref.cte == cte]
 
     def top_columns(self, cte: str) -> list[tuple[str, ...]]:
-        return sorted({j.ref_columns for j in self.reading(cte) if j.spread})
+        schema = self.run.states[cte].schema
+        return sorted({j.ref_columns for j in self.reading(cte) if j.spread and sketchable(schema, j.ref_columns)})
 
     def base_heavy(self, join: Join) -> dict[tuple, int]:
         known = self.run.ctx.bases.get(join.base_key)
@@ -159,7 +166,7 @@ class Balancer:
 
     def build_metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
         flag = state.delta_flag()
-        out = [top_k(F.when(flag, key_column(cols)), self.settings.skew_max_keys + 1)
+        out = [top_k(F.when(flag, F.col(cols[0])), self.settings.skew_max_keys + 1)
                .alias(f"skew_top_{i}") for i, cols in enumerate(self.top_columns(cte.key))]
         for i, join in enumerate(self.reading(cte.key)):
             for n, key in enumerate(self.base_heavy(join)):
