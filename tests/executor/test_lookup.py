@@ -101,3 +101,28 @@ def test_a_delta_made_in_slices_is_not_looked_up_with_stale_keys(spark, view):
     after_slices = {s.iteration + 1 for s in result.stats if s.slices > 1 and 0 < s.delta_rows <= MAX_KEYS}
     assert after_slices, "a tiny delta made in slices was read"
     assert not after_slices & set(_looked_up(result))
+
+
+def test_count_of_paths_looks_up_through_the_contributor_state(spark, view):
+    # count() keeps contributors; its delta flag is not the min/max state's
+    dag = [(1, 2), (1, 3), (2, 4), (3, 4), (4, 5), (4, 6), (5, 7), (6, 7), (1, 7), (2, 5), (8, 9)]
+    view("rc", dag, "A BIGINT, B BIGINT")
+    query = """WITH recursive paths (X, count() AS Cnt) AS (SELECT 1, 1)
+      UNION (SELECT rc.B, paths.Cnt FROM paths, rc WHERE paths.X = rc.A)
+    SELECT X, Cnt FROM paths"""
+    result = recsql.run(query, spark=spark)
+    assert _rows(result) == sorted(oracles.count_paths_dag(dag, 1).items())
+    assert _looked_up(result)
+
+
+def test_mutual_recursion_looks_up_each_cte_by_the_other_delta(spark, view):
+    edges = [(1, 2), (2, 3), (3, 4), (4, 1), (3, 5), (5, 6), (6, 7), (7, 5), (8, 9)]
+    view("edge", edges, "Src INT, Dst INT")
+    query = """WITH recursive even (X) AS (SELECT 1)
+      UNION (SELECT edge.Dst FROM odd, edge WHERE odd.X = edge.Src),
+    odd (X) AS (SELECT edge.Dst FROM even, edge WHERE even.X = edge.Src)
+    SELECT 'even' AS kind, X FROM even UNION ALL SELECT 'odd', X FROM odd"""
+    result = recsql.run(query, spark=spark)
+    ev, od = oracles.parity_reach(edges, 1)
+    assert _rows(result) == sorted([("even", x) for x in ev] + [("odd", x) for x in od])
+    assert {s.cte for s in result.stats if s.lookup} == {"even", "odd"}
