@@ -60,11 +60,11 @@ class Lookup:
         self.columns: dict[str, list[str]] = {}
         for reader in run.group.ctes:
             for branch in [*reader.recursive_branches, *([reader.doubling] if reader.doubling else [])]:
-                for ref in branch.refs if branch.splittable else ():
-                    for base in branch.bases:
-                        join = base.join_of(ref.binding)
-                        watched = self.columns.setdefault(ref.cte, [])
-                        watched += [c for c in (join.columns if join else ()) if c not in watched]
+                joins = [(ref, join) for ref in branch.refs for base in branch.bases
+                         if branch.splittable and (join := base.join_of(ref.binding)) is not None]
+                for ref, join in joins:
+                    watched = self.columns.setdefault(ref.cte, [])
+                    watched += [c for c in join.columns if c not in watched]
         self.metric_columns: dict[str, list[Column]] = {}
         # cte -> (the delta the keys were observed for, its distinct non-null values by column)
         self.keys: dict[str, tuple[DataFrame, dict[str, list]]] = {}
@@ -89,7 +89,7 @@ class Lookup:
             self.metric_columns[cte.key] = [
                 # one more than MAX_KEYS: the rows outside the delta count as one null value
                 F.when(few, top_k(F.when(flag, F.col(c)), MAX_KEYS + 1)).alias(f"lookup_keys_{c}")
-                for c in self.columns.get(cte.key, []) if _comparable(state.schema[c].dataType)]
+                for c in self.columns.get(cte.key, []) if _comparable(field_named(state.schema, c).dataType)]
         return self.metric_columns[cte.key]
 
     def observed(self, cte: CTEPlan, metrics: dict, reported: bool) -> None:
@@ -128,7 +128,7 @@ class Lookup:
             if join is None or not all(c in values for c in join.columns):
                 continue
             table = self.run.base(cte, base.table, base.columns)  # made (or found kept) if not yet
-            if not all(state.schema[r].dataType == field_named(table.schema, b).dataType
+            if not all(field_named(state.schema, r).dataType == field_named(table.schema, b).dataType
                        for r, b in zip(join.columns, base.columns)):
                 continue  # the join casts one side: a literal would not compare as it does
             kept = [key_filter((b,), [(v,) for v in values[r]]) for r, b in zip(join.columns, base.columns)]

@@ -85,9 +85,8 @@ def branch_joins(branch: Branch, ctes: dict[str, CTEPlan]) -> list[Join]:
 def sketchable(schema: StructType, columns: tuple[str, ...]) -> bool:
     """Whether approx_top_k can count the key: one column of an atomic type (it refuses structs,
     so a key of several columns is never found heavy, and its joins are never split)."""
-    return len(columns) == 1 and not isinstance(
-        field_named(schema, columns[0]).dataType, (BinaryType, ArrayType, MapType, StructType, DayTimeIntervalType,
-                                      YearMonthIntervalType))
+    refused = (BinaryType, ArrayType, MapType, StructType, DayTimeIntervalType, YearMonthIntervalType)
+    return len(columns) == 1 and not isinstance(field_named(schema, columns[0]).dataType, refused)
 
 
 def as_keys(items) -> dict[tuple, int]:
