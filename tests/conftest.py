@@ -46,16 +46,14 @@ def spark_loop(spark):
     """Every iteration on Spark (the driver endgame off) for the duration of a test: for tests
     of the Spark loop's own machinery (roll-over, recovery, skew, the join-side vote, doubling,
     the key lookup)."""
-    keys = {"spark.recsql.endgame.enabled": "false"}
-    before = {key: spark.conf.get(key, None) for key in keys}
-    for key, value in keys.items():
-        spark.conf.set(key, value)
+    key = "spark.recsql.endgame.enabled"
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, "false")
     yield
-    for key, old in before.items():
-        if old is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, old)
+    if before is None:
+        spark.conf.unset(key)
+    else:
+        spark.conf.set(key, before)
 
 
 @pytest.fixture(scope="session")

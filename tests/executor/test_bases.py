@@ -142,8 +142,8 @@ def _cached_copy(spark, name: str) -> bool:
     """Whether a partitioned copy of `name` (by Src, at any width up to 8, sorted by Src) is in
     the session's cache: a plan of that shape then reads an InMemoryRelation (the JVM's plan: a
     test may)."""
-    plans = (spark.table(name).repartition(p, "Src").sortWithinPartitions("Src")._jdf.queryExecution().withCachedData().toString()
-             for p in range(1, 9))
+    copies = (spark.table(name).repartition(p, "Src").sortWithinPartitions("Src") for p in range(1, 9))
+    plans = (copy._jdf.queryExecution().withCachedData().toString() for copy in copies)
     return any("InMemoryRelation" in plan for plan in plans)
 
 
