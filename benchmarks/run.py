@@ -47,18 +47,27 @@ def parse(argv):
 
 
 def cases(args):
+    """The (query, graph) pairs to run: with both --queries and --graphs, every named query on every
+    named graph; otherwise the plan's pairs that match the one given (and, for graphs outside the
+    plan, sssp and reach or the named queries)."""
+    for gname in args.graphs or []:
+        if gname not in graphs.BUILDERS:
+            sys.exit(f"unknown graph {gname!r}; known: {', '.join(graphs.BUILDERS)}")
+    if args.queries and args.graphs:
+        for qname in args.queries:
+            for gname in args.graphs:
+                yield QUERIES[qname], gname
+        return
     plan = QUICK_PLAN if args.quick else FULL_PLAN
     for qname, gname in plan:
         if (args.queries and qname not in args.queries) or (args.graphs and gname not in args.graphs):
             continue
         yield QUERIES[qname], gname
-    if args.graphs:  # graphs named explicitly but outside the plan: run the selected queries on them
+    if args.graphs:  # graphs named explicitly but outside the plan: run sssp and reach on them
         planned = {g for _, g in plan}
         for gname in args.graphs:
             if gname not in planned:
-                if gname not in graphs.BUILDERS:
-                    sys.exit(f"unknown graph {gname!r}; known: {', '.join(graphs.BUILDERS)}")
-                for qname in args.queries or ["sssp", "reach"]:
+                for qname in ["sssp", "reach"]:
                     yield QUERIES[qname], gname
 
 
