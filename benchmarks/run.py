@@ -48,8 +48,8 @@ def parse(argv):
 
 def cases(args):
     """The (query, graph) pairs to run: with both --queries and --graphs, every named query on every
-    named graph; otherwise the plan's pairs that match the one given (and, for graphs outside the
-    plan, sssp and reach or the named queries)."""
+    named graph; otherwise the plan's pairs that match the one given, and sssp and reach on named
+    graphs outside the plan."""
     for gname in args.graphs or []:
         if gname not in graphs.BUILDERS:
             sys.exit(f"unknown graph {gname!r}; known: {', '.join(graphs.BUILDERS)}")

@@ -145,18 +145,16 @@ def top_k(column: Column, k: int) -> Column:
 
 
 def key_filter(columns: tuple[str, ...], keys: Iterable[tuple]) -> Column:
-    """True on the rows whose `columns` equal one of `keys` (tuples), in a form Spark prunes
-    cached batches with (skew.py filters by it too)."""
+    """True on the rows whose key equals one of `keys` (1-tuples), in a form Spark prunes cached
+    batches with (skew.py filters by it too). Keys are of one column: the lookup filters column by
+    column, and skew finds heavy keys of one column only (`skew.sketchable`)."""
     keys = list(keys)
     if not keys:
         return F.lit(False)
-    if len(columns) == 1:
-        values = [key[0] for key in keys]
-        lists = [F.col(columns[0]).isin(values[i:i + _IN_LIST]) for i in range(0, len(values), _IN_LIST)]
-        return reduce(lambda a, b: a | b, lists)
-    matches = [reduce(lambda a, b: a & b, [F.col(c) == F.lit(v) for c, v in zip(columns, key)])
-               for key in keys]
-    return reduce(lambda a, b: a | b, matches)
+    (column,) = columns
+    values = [key[0] for key in keys]
+    lists = [F.col(column).isin(values[i:i + _IN_LIST]) for i in range(0, len(values), _IN_LIST)]
+    return reduce(lambda a, b: a | b, lists)
 
 
 def field_named(schema: StructType, name: str):
