@@ -28,15 +28,16 @@ from .queries import QUERIES, load_case
 TINY_DELTA = 100  # rows: an iteration reading at most this many is a tail iteration
 
 
-def floor_seconds(spark, repeats: int = 10) -> tuple[float, float]:
-    """Median seconds of a trivial job and of a tiny partitioned localCheckpoint."""
+def floor_seconds(spark, partitions: int, repeats: int = 10) -> tuple[float, float]:
+    """Median seconds of a trivial job and of a tiny localCheckpoint hash-partitioned as the state
+    (`partitions` partitions)."""
     trivial, tiny = [], []
     for _ in range(repeats):
         t = time.perf_counter()
         spark.range(10).count()
         trivial.append(time.perf_counter() - t)
         t = time.perf_counter()
-        spark.range(10).repartition(4, "id").localCheckpoint(eager=True)
+        spark.range(10).repartition(partitions, "id").localCheckpoint(eager=True)
         tiny.append(time.perf_counter() - t)
     return statistics.median(trivial), statistics.median(tiny)
 
@@ -70,6 +71,7 @@ def one_run(spark, sql: str, edges) -> dict:
         "tiny": [s.seconds for s in iterations if delta_in.get(s.iteration, 0) <= TINY_DELTA],
         "fetch": done - fixpoint_done,
         "strategies": sorted({s.join_strategy for s in iterations}),
+        "partitions": res.df.rdd.getNumPartitions(),  # the checkpointed state's, as the loop left it
     }
 
 
@@ -88,11 +90,14 @@ def main(argv=None) -> None:
         assert to_rows(run.pop("answer")) == oracle, "wrong answer"
         if k:
             runs.append(run)
-    trivial, tiny = floor_seconds(spark)
-    write(a, q, g, runs, trivial, tiny, session_s, first_job_s)
+    partitions = runs[0]["partitions"]
+    trivial, tiny = floor_seconds(spark, partitions)
+    write(a, q, g, runs, (trivial, tiny, partitions), session_s, first_job_s)
 
 
-def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
+def write(a, q, g, runs, floor, session_s, first_job_s) -> None:
+    trivial, tiny, partitions = floor
+
     def med(key):
         return statistics.median(r[key] for r in runs)
 
@@ -105,8 +110,8 @@ def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
         "",
         f"- command: `python -m benchmarks.breakdown {' '.join(sys.argv[1:])}`",
         f"- machine: {os.cpu_count()} cores, {platform.platform()}, load average at the end "
-        f"{measure.load()}; Spark local[2], 4 shuffle partitions; session start {session_s:.1f} s, "
-        f"first job {first_job_s:.1f} s (not included)",
+        f"{measure.load()}; Spark local[2], 4 shuffle partitions, the state in {partitions}; "
+        f"session start {session_s:.1f} s, first job {first_job_s:.1f} s (not included)",
         f"- graph: {g.m:,} edges; median of {len(runs)} runs after one warm-up run; answers checked "
         "against the oracle",
         "",
@@ -128,7 +133,8 @@ def write(a, q, g, runs, trivial, tiny, session_s, first_job_s) -> None:
         "",
         f"Per iteration (median over all iterations of all runs): driver {per_driver:.3f} s, "
         f"Spark job {per_job:.3f} s. Floor on this machine, same session: a trivial job "
-        f"{trivial:.3f} s, a tiny partitioned `localCheckpoint(eager=True)` {tiny:.3f} s.",
+        f"{trivial:.3f} s, a tiny `localCheckpoint(eager=True)` hash-partitioned as the state "
+        f"({partitions} partitions) {tiny:.3f} s.",
         f"Join strategies chosen: {', '.join(runs[0]['strategies'])}.",
     ]
     tiny_runs = [t for r in runs for t in r["tiny"]]

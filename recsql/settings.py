@@ -72,7 +72,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "broadcastRows": ("broadcast_rows", 50000, int,
                       "a delta of at most this many rows is broadcast to the join (0: never)"),
     "partitions": ("partitions", 0, int,
-                   "partitions of the recursive state (0: spark.sql.shuffle.partitions, locally at most 2 per core)"),
+                   "partitions of the recursive state (0: spark.sql.shuffle.partitions, locally at most 1 per core)"),
     "lookup.enabled": ("lookup_enabled", True, _bool,
                        "a delta of at most 32 rows reads only the base rows it joins (its keys, "
                        "observed by the action that made it, pick the cached batches of the base)"),

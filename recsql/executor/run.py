@@ -131,15 +131,16 @@ class Runner:
     @cached_property
     def partitions(self) -> int:
         """The recursive state's partition count: `spark.recsql.partitions` if set, else
-        `spark.sql.shuffle.partitions`, on a local master capped at two tasks per core (read once
+        `spark.sql.shuffle.partitions`, on a local master capped at one task per core (read once
         per statement: the iterations run with the shuffle width set to it).
 
         recsql turns AQE off for its iterations (it would hide the state's partitioning), so
         nothing coalesces the shuffle width for it: with Spark's default 200 partitions on
         local[2], RMAT 2^16 SSSP took 110 s on the Spark loop instead of 3.5 s with 4, each
-        iteration paying 200 tiny tasks per stage (benchmarks/PARTITIONS.md). Two tasks per core
-        rather than one: on 2 cores 2 partitions were 13% faster than 4 at RMAT 2^16 but 13%
-        slower at 2^20 (SSSP)."""
+        iteration paying 200 tiny tasks per stage (benchmarks/PARTITIONS.md at commit 5065802).
+        One task per core rather than two: on local[2], 4 partitions took 1.16x the time of 2 at
+        RMAT 2^16 SSSP, 1.10x CC, 1.04x at 2^20 SSSP, 1.02x CC (benchmarks/PARTITIONS.md): a
+        second wave of tasks costs its fixed overhead and balanced none of RMAT's skew."""
         configured = self.settings.partitions
         if configured:
             return configured
@@ -147,8 +148,8 @@ class Runner:
         if setting is None:  # never with a default given; pyspark types get() as Optional regardless
             raise AssertionError("spark.sql.shuffle.partitions has no value")
         width = int(setting)
-        slots = task_slots(self.spark) if width > 2 else None  # 2 is within the cap anywhere
-        return min(width, 2 * slots) if slots else width
+        slots = task_slots(self.spark) if width > 1 else None  # 1 is within the cap anywhere
+        return min(width, slots) if slots else width
 
     def iteration_settings(self):
         """AQE off keeps the state's hash partitioning visible to the planner (one exchange per

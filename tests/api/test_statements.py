@@ -253,11 +253,11 @@ def test_session_settings_restored_after_run(spark, edge):
 
 @pytest.mark.usefixtures("spark_loop")
 @pytest.mark.parametrize("shuffle, conf, expected", [
-    ("200", {}, 4),  # Spark's default width, capped at two per task slot (local[2]: 4)
-    ("3", {}, 3),  # below the cap: Spark's setting as it is
+    ("200", {}, 2),  # Spark's default width, capped at one per task slot (local[2]: 2)
+    ("1", {}, 1),  # below the cap: Spark's setting as it is
     ("200", {"spark.recsql.partitions": 5}, 5),  # set exactly
 ])
-def test_state_partitions_are_the_shuffle_width_capped_at_two_per_task_slot(spark, edge, shuffle, conf,
+def test_state_partitions_are_the_shuffle_width_capped_at_one_per_task_slot(spark, edge, shuffle, conf,
                                                                          expected):
     assert spark.sparkContext.defaultParallelism == 2  # the suite's local[2]
     spark.conf.set("spark.sql.shuffle.partitions", shuffle)

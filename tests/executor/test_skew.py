@@ -123,10 +123,12 @@ def test_count_paths_per_source(spark, view):
 
 def test_heavy_keys_are_split_and_even_the_join(spark, view):
     """Late iterations of an up tree put the whole delta on a few keys: split, the largest task
-    of the join holds far less than without splitting."""
+    of the join holds far less than without splitting. Four partitions, not the suite's two (one
+    per task slot): a partition's share can only fall so far below all of two."""
     view("edge", bintree(8, up=True), "Src BIGINT, Dst BIGINT")
-    off = {s.iteration: s for s in run(spark, TC, WATCHED)[1]}
-    on = {s.iteration: s for s in run(spark, TC, {**ON, "spark.recsql.skew.minRows": "1"})[1]}
+    four = {"spark.recsql.partitions": "4"}
+    off = {s.iteration: s for s in run(spark, TC, {**WATCHED, **four})[1]}
+    on = {s.iteration: s for s in run(spark, TC, {**ON, **four, "spark.recsql.skew.minRows": "1"})[1]}
     assert all(s.split_keys == 0 for s in off.values())
     recorded = [s for s in off.values() if s.iteration and s.delta_rows]
     assert recorded and all(s.balance is not None and s.balance >= 1.0 for s in recorded)
