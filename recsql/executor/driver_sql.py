@@ -9,7 +9,11 @@ equal by tests/executor/test_differential.py. Anything else stays on Spark.
 
 Where the engines differ on errors only (integer overflow: Spark raises under ANSI and wraps
 without it; DuckDB always raises) the difference is harmless: a DuckDB error hands the iteration
-back to Spark, which then gives its own answer or its own error.
+back to Spark, which then gives its own answer or its own error. That holds only where DuckDB
+evaluates an expression on every row Spark does: so its optimizer may not rewrite or fold
+arithmetic (endgame/driver.py), and a filter (WHERE, ON) holds no arithmetic or cast, since
+DuckDB orders a filter's conjuncts its own way (`(i + 1) > 0 AND k < 2` tests `k < 2` first, so
+the row whose `i + 1` overflows in Spark never reaches the sum).
 """
 
 from __future__ import annotations
@@ -66,6 +70,24 @@ def check_forms(select: exp.Expr) -> None:
             raise Untranslatable(f"CAST to {node.to.sql('rasql')}")
         if isinstance(node, exp.Literal) and not node.is_string and not _plain_number(node.this):
             raise Untranslatable(f"number literal {node.this}")
+    for condition in _filters(select):
+        for node in condition.walk():
+            if isinstance(node, _MAY_RAISE):
+                raise Untranslatable(f"{type(node).__name__} in a filter `{condition.sql('rasql')[:60]}`")
+
+
+# The allowed forms that can raise in Spark (an overflow, a failing cast)
+_MAY_RAISE = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Cast, exp.TryCast)
+
+
+def _filters(select: exp.Select) -> Iterator[exp.Expr]:
+    """The branch's WHERE condition and its joins' ON conditions."""
+    where = select.args.get("where")
+    if where is not None:
+        yield where.this
+    for join in select.args.get("joins") or []:
+        if join.args.get("on") is not None:
+            yield join.args["on"]
 
 
 def _plain_number(text: str) -> bool:
