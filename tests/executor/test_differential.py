@@ -181,14 +181,15 @@ def test_filters_agree(spark, typed, predicate):
 
 
 ON_DRIVER = [
-    "dv.k * 2 + 1",
-    "CASE WHEN dv.k > 2 THEN dv.k ELSE -dv.k END",
-    "CAST(dv.k * 1.5 AS INT)",
-    "dv.k * 0.5 + 1",
+    ("dv.k * 2 + 1", fan_query),
+    ("CASE WHEN dv.k > 2 THEN dv.k ELSE -dv.k END", fan_query),
+    ("CAST(dv.k * 1.5 AS INT)", fan_query),
+    ("dv.k * 0.5 + 1", fan_query),
+    ("dv.k < 3 AND dv.b", filter_query),  # a filter without arithmetic or casts
 ]
 
 
-@pytest.mark.parametrize("expression", ON_DRIVER)
-def test_allowlisted_forms_run_on_the_driver(spark, typed, expression):
-    places = assert_same(spark, expression)
+@pytest.mark.parametrize("expression, query_of", ON_DRIVER)
+def test_allowlisted_forms_run_on_the_driver(spark, typed, expression, query_of):
+    places = assert_same(spark, expression, query_of)
     assert "driver" in places, f"{expression} never reached the driver"
