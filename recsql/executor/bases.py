@@ -154,10 +154,15 @@ def forget(spark: SparkSession) -> None:
 
 
 def release(ctx: Context) -> None:
-    """Free the statement's partitioned copies that are not kept for later statements."""
-    kept = {id(k.value) for k in _KEPT.get(ctx.spark, {}).values()}
+    """Free the statement's partitioned copies that are not kept for later statements.
+
+    A copy made with keeping off (`spark.recsql.base.keep=0`) has the very plan of a copy kept
+    from an earlier statement, so Spark caches both in one entry: freeing it would leave the
+    kept copy reading an uncached plan, which repartitions the whole table at every iteration
+    (RMAT 2^20 SSSP, the benchmark's kept copy after a `nothing kept` run: 33.9 s, not 12)."""
+    kept = [k.value for k in _KEPT.get(ctx.spark, {}).values() if isinstance(k.value, PartitionedBase)]
     for partitioned in ctx.bases.values():
-        if id(partitioned) not in kept:
+        if not any(partitioned is k or partitioned.df.sameSemantics(k.df) for k in kept):
             _release(partitioned)
 
 

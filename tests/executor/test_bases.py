@@ -165,3 +165,18 @@ def test_a_copy_not_kept_is_freed_when_the_statement_ends(spark, tmp_path, caplo
     assert _cached_copy(spark, name)
     spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(name)
     assert not _cached_copy(spark, name)  # the old rows' copy left when the new one was made
+
+
+def test_a_statement_with_keeping_off_leaves_a_kept_copy_cached(spark, tmp_path, caplog):
+    # The copy it makes has the kept copy's plan, so Spark caches both in one entry: freeing its
+    # own copy at the end freed the kept one too, and later statements repartitioned the whole
+    # table at every iteration (still right, only slow)
+    name = unique_name("edges_shared")
+    spark.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.parquet(str(tmp_path / name))
+    spark.read.parquet(str(tmp_path / name)).createOrReplaceTempView(name)
+    loop = PATHS["spark_loop"]
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), False)
+    assert _cached_copy(spark, name)
+    assert sssp(spark, name, caplog, loop, **{"spark.recsql.base.keep": "0"}) == (oracle(EDGES), False)
+    assert _cached_copy(spark, name)
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), True)
