@@ -57,11 +57,10 @@ def _extremum(column: HeadColumn) -> Callable[[Column | str], Column]:
 class _ExtremaMerge(TypedDict):
     """`ExtremaState.merge`'s expressions: aggregates, and projections (which take names too)."""
 
-    best: list[Column]
+    new: list[Column]
     old: list[Column | str]
-    new: list[Column | str]
     merged: list[Column]
-    result: list[Column | str]
+    order: list[str] | None
 
 
 class RelationState:
@@ -178,31 +177,32 @@ class ExtremaState(RelationState):
 
     def merge(self, candidates: DataFrame) -> DataFrame:
         plan = self.merge_columns
-        best = candidates.groupBy(*self.key).agg(*plan["best"])
+        new = candidates.groupBy(*self.key).agg(*plan["new"])
         old = self.all.select(*plan["old"])
-        new = best.select(*plan["new"])
         merged = old.unionByName(new).groupBy(*self.key).agg(*plan["merged"])
-        return merged.select(*plan["result"])
+        return merged if plan["order"] is None else merged.select(*plan["order"])
 
     @cached_property
     def merge_columns(self) -> _ExtremaMerge:
-        """The merge's expressions, built once per state (see `metrics`)."""
+        """The merge's expressions, built once per state (see `totals`). Each aggregation also
+        computes what follows it (the new rows' flags, the changed flag), since every DataFrame
+        step costs an analysis on the driver: four steps instead of six took SSSP at RMAT 2^16
+        on the Spark loop 2.44 -> 2.25 s, CC 1.65 -> 1.60 s (medians of 9 interleaved runs)."""
         aggs = self.cte.aggregates
-        changed = ~F.col(OLD)
+        changed = ~F.max(OLD)
         for c in aggs:
-            changed = changed | ~F.col(c.name).eqNullSafe(F.col(OLD + c.name))
+            changed = changed | ~_extremum(c)(c.name).eqNullSafe(F.max(OLD + c.name))
+        grouped = [*self.key, *[c.name for c in aggs]]
         return {
-            "best": [_extremum(c)(c.name).alias(c.name) for c in aggs],
-            "old": [*self.key, *[F.col(c.name) for c in aggs],
-                    *[F.col(c.name).alias(OLD + c.name) for c in aggs], F.lit(True).alias(OLD)],
-            "new": [*self.key, *[F.col(c.name) for c in aggs],
+            "new": [*[_extremum(c)(c.name).alias(c.name) for c in aggs],
                     *[F.lit(None).cast(self.schema[c.name].dataType).alias(OLD + c.name)
                       for c in aggs],
                     F.lit(False).alias(OLD)],
-            "merged": [*[_extremum(c)(c.name).alias(c.name) for c in aggs],
-                       *[F.max(OLD + c.name).alias(OLD + c.name) for c in aggs],
-                       F.max(OLD).alias(OLD)],
-            "result": [*self.columns, changed.alias(CHANGED)],
+            "old": [*self.key, *[F.col(c.name) for c in aggs],
+                    *[F.col(c.name).alias(OLD + c.name) for c in aggs], F.lit(True).alias(OLD)],
+            "merged": [*[_extremum(c)(c.name).alias(c.name) for c in aggs], changed.alias(CHANGED)],
+            # an aggregation puts the group key first: the head's own order where it differs
+            "order": None if grouped == self.columns else [*self.columns, CHANGED],
         }
 
 

@@ -128,6 +128,19 @@ def test_sssp_over_a_table_with_column_aliases(spark, weighted, endgame):
     assert dict(got) == nx.single_source_dijkstra_path_length(g, 1)
 
 
+@pytest.mark.parametrize("endgame", ["true", "false"])
+def test_sssp_with_the_aggregate_before_the_key(spark, weighted, endgame):
+    # the merge aggregates by the key, which puts it first: the head's own order is kept
+    q = """WITH recursive path (min() AS Cost, Dst) AS (SELECT 0, 1)
+             UNION (SELECT path.Cost + edge.Cost, edge.Dst FROM path, edge WHERE path.Dst = edge.Src)
+           SELECT * FROM path"""
+    df = recsql.sql(q, spark=spark, conf={"spark.recsql.endgame.enabled": endgame})
+    assert df.columns == ["Cost", "Dst"]
+    g = nx.DiGraph()
+    g.add_weighted_edges_from(WEIGHTED)
+    assert {dst: cost for cost, dst in rows(df)} == nx.single_source_dijkstra_path_length(g, 1)
+
+
 def test_sssp_standard_form_order_by_limit(spark, weighted):
     q = """WITH RECURSIVE path (Dst, min() AS Cost) AS (
              SELECT 1, 0
