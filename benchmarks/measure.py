@@ -8,6 +8,7 @@ report says so.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -15,19 +16,22 @@ import statistics
 import subprocess
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 
 # ---------------------------------------------------------------- Spark session
-def start_spark(shuffle_partitions: int, driver_memory: str = "8g"):
-    """Create the shared local[2] session; returns (spark, seconds to session, seconds to first job)."""
+def start_spark(shuffle_partitions: int, driver_memory: str = "8g", ui: bool = False):
+    """Create the shared local[2] session; returns (spark, seconds to session, seconds to first job).
+    The web UI (and its REST API, which `spark_jobs` reads) is off unless `ui`."""
     t0 = time.perf_counter()
     from pyspark.sql import SparkSession
 
     spark = (SparkSession.builder.master("local[2]")
              .appName("recsql-benchmarks")
              .config("spark.driver.memory", driver_memory)
-             .config("spark.ui.enabled", "false")
+             .config("spark.ui.enabled", str(ui).lower())
              .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
              .config("spark.ui.showConsoleProgress", "false")
              .getOrCreate())
@@ -36,6 +40,25 @@ def start_spark(shuffle_partitions: int, driver_memory: str = "8g"):
     spark.range(1).count()
     t2 = time.perf_counter()
     return spark, t1 - t0, t2 - t1
+
+
+def spark_jobs(spark) -> list[tuple[float, float]]:
+    """(submitted, completed) epoch seconds of every completed job Spark's UI still holds, as its
+    REST API reports them (millisecond resolution; needs `start_spark(..., ui=True)`)."""
+    sc = spark.sparkContext
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/jobs?status=succeeded"
+    with urllib.request.urlopen(url) as response:
+        jobs = json.load(response)
+
+    def epoch(stamp: str) -> float:
+        return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.%fGMT").replace(tzinfo=timezone.utc).timestamp()
+
+    return [(epoch(j["submissionTime"]), epoch(j["completionTime"])) for j in jobs]
+
+
+def job_seconds(jobs: list[tuple[float, float]], start: float, end: float) -> float:
+    """Seconds Spark spent running the jobs submitted between epoch seconds `start` and `end`."""
+    return sum(done - submitted for submitted, done in jobs if start <= submitted <= end)
 
 
 # ---------------------------------------------------------------- machine and versions
