@@ -61,6 +61,18 @@ def filter_query(predicate: str) -> str:
     SELECT K, V FROM r"""
 
 
+def aggregate_query(aggregate: str):
+    """Like `fan_query` with a `min()`/`max()`/`sum()` head: the recursive step's rows fall into
+    two groups of three, so the aggregate chooses among values (NaN, infinities, unicode, ...)."""
+    def query(expression: str) -> str:
+        return f"""WITH recursive r (K, {aggregate}() AS V) AS (SELECT k, {expression} FROM dv WHERE k = 0)
+          UNION (SELECT CASE WHEN dv.k < 4 THEN 1 ELSE 2 END, {expression}
+                 FROM r, dv WHERE r.K = 0 AND dv.k > 0)
+        SELECT K, V FROM r"""
+    query.__name__ = f"{aggregate}_query"
+    return query
+
+
 def outcome(spark, query: str, conf: dict):
     """(rows with NaN made comparable, column types, where the iterations ran) or the error."""
     try:
@@ -138,6 +150,14 @@ def test_driver_agrees_with_spark_on_generated_branches(spark, typed, expression
     assert_same(spark, expression)
 
 
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(aggregate=st.sampled_from(["min", "max", "sum"]),
+       expression=st.one_of(*typed_expressions()[:2]))
+def test_driver_agrees_with_spark_on_generated_aggregates(spark, typed, aggregate, expression):
+    assert_same(spark, expression, aggregate_query(aggregate))
+
+
 # -- forms that once diverged, and forms that must stay on the driver ------------------------
 
 DIVERGED = [
@@ -186,6 +206,13 @@ ON_DRIVER = [
     ("CAST(dv.k * 1.5 AS INT)", fan_query),
     ("dv.k * 0.5 + 1", fan_query),
     ("dv.k < 3 AND dv.b", filter_query),  # a filter without arithmetic or casts
+    # the driver's merge orders values as Spark does: NaN above infinity, strings by code point
+    ("dv.d", aggregate_query("min")),
+    ("dv.d", aggregate_query("max")),
+    ("dv.s", aggregate_query("max")),
+    ("dv.dt", aggregate_query("min")),
+    ("dv.dec", aggregate_query("max")),
+    ("dv.d", aggregate_query("sum")),
 ]
 
 
