@@ -60,11 +60,13 @@ def write(path: Path, meta: dict, cases: list[dict]) -> None:
     add(f"- JVM start-up (measured separately, not in any figure below): SparkSession creation "
         f"{meta['jvm_startup_s']:.2f} s, first trivial job {meta['first_job_s']:.2f} s\n")
     add("## Method\n")
-    add(f"- Per (query, graph): the oracle answer (networkx, or scipy.sparse.csgraph above "
-        f"1M edges) is computed first; every engine then does one **check run** (its warm-up, "
-        f"not timed) whose answer must equal the oracle as a set of rows — otherwise the engine "
-        f"is reported as WRONG/error and never timed. Then {meta['runs']} timed rounds with the "
-        f"engines interleaved (A B C … A B C …); every timed answer is checked again.")
+    add("- Per (query, graph): the oracle answer (networkx, or scipy.sparse.csgraph above "
+        "1M edges) is computed first; every engine then does one **check run** (its warm-up, "
+        "not timed) whose answer must equal the oracle as a set of rows — otherwise the engine "
+        "is reported as WRONG/error and never timed. Then "
+        + (f"{meta['warmup']} untimed warm-up rounds and " if meta.get("warmup") else "")
+        + f"{meta['runs']} timed rounds with the "
+        f"engines interleaved (A B C … A B C …); every answer is checked again.")
     add("- Time = wall clock of the engine call up to the answer being in the driver "
         "(Spark: `toArrow()`; DuckDB: `con.sql(...).to_arrow_table()`; scipy: numpy arrays). The edge "
         "table is loaded before timing (Spark: `spark.read.parquet(...).cache()`, one DataFrame "

@@ -4,7 +4,8 @@ For every (query, graph): compute the oracle answer, load the edges once (parque
 Spark DataFrame shared by all Spark engines), then
   1. a check run of every engine (also its warm-up; not timed): the answer must equal the oracle,
      else the engine is reported as a failure for this case and never timed;
-  2. --runs timed rounds, engines interleaved A B C A B C ..., every answer checked again.
+  2. --warmup untimed rounds (default 0), then --runs timed rounds, engines interleaved
+     A B C A B C ..., every answer checked again.
 Writes benchmarks/RESULTS.md (and benchmarks/out/results.json) after every case.
 """
 from __future__ import annotations
@@ -33,6 +34,11 @@ def parse(argv):
     p.add_argument("--graphs", nargs="+", help=f"only these graphs: {', '.join(graphs.BUILDERS)}")
     p.add_argument("--engines", nargs="+", help="only engines whose name contains one of these")
     p.add_argument("--runs", type=int, default=3, help="timed runs per engine (default 3)")
+    # the JVM's JIT takes several runs to settle: in one session at RMAT 2^16, recsql's Spark loop
+    # took 3.5, 3.1, 2.8, 2.7 s in its first four SSSP runs and 2.0-2.1 s from its tenth on
+    p.add_argument("--warmup", type=int, default=0,
+                   help="untimed interleaved rounds after the check runs (default 0), for steady-state "
+                        "figures")
     # one per core: the careful loop's fastest here (RMAT 2^16, 4 interleaved runs: SSSP 6.04 s
     # with 4, 5.78 s with 2; CC 3.24 s, 3.06 s), and recsql's state is capped at it anyway
     p.add_argument("--shuffle-partitions", type=int, default=os.cpu_count() or 2,
@@ -150,17 +156,19 @@ def run_case(q, gname, engines, avail, spark, mem, args, log):
             return False
         if timed:
             res["runs"].append(entry)
-        else:
+        elif "check_run" not in res:  # a warm-up round is checked, not recorded
             res["check_run"] = entry
         return True
 
     cap = {e.name: (args.cache_cap if e.name == "loop + cache" else args.run_cap) for e in active}
     log(f"  check runs ({len(oracle)} oracle rows)")
     passing = [e for e in active if record(e, one_run(e, w, cap[e.name], mem, spark), timed=False)]
-    for r in range(args.runs):
-        log(f"  round {r + 1}/{args.runs}: " + ", ".join(e.name for e in passing))
+    for r in range(args.warmup + args.runs):
+        timed = r >= args.warmup
+        label = f"round {r - args.warmup + 1}/{args.runs}" if timed else f"warm-up {r + 1}/{args.warmup}"
+        log(f"  {label}: " + ", ".join(e.name for e in passing))
         for e in list(passing):
-            if not record(e, one_run(e, w, cap[e.name], mem, spark), timed=True):
+            if not record(e, one_run(e, w, cap[e.name], mem, spark), timed=timed):
                 passing.remove(e)
     for e in active:
         if case["engines"][e.name]["status"] is None:
@@ -194,7 +202,7 @@ def main(argv=None):
         spark.conf.set(k, "-1")  # for the native engine; no effect on the others
     meta = {"command": command, "started": started, "machine": measure.machine(),
             "versions": measure.versions(spark), "jvm_startup_s": t_session,
-            "first_job_s": t_first, "runs": args.runs, "quick": args.quick,
+            "first_job_s": t_first, "runs": args.runs, "warmup": args.warmup, "quick": args.quick,
             "cache_cap": args.cache_cap, "run_cap": args.run_cap,
             "spark_conf": {k: spark.conf.get(k) for k in (
                 "spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions",
