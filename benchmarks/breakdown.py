@@ -4,8 +4,9 @@
 
 Per run: the statement's wall time split into the fixed part (parse, plan, type inference,
 pre-partitioning the base table, the base step) and the iterations, each iteration split into
-driver time (building its DataFrames: SQL analysis of the branches, the merge plan, reading the
-metrics) and its one Spark job (Spark's planning plus execution); then fetching the answer. The
+the time before its action (building the branches' DataFrames, SQL analysis) and its action
+(building the merge, Spark's planning and its one job, reading the metrics back); then fetching
+the answer. The
 floor of one Spark job on this machine is measured in the same session: a trivial `count()` and
 a `localCheckpoint(eager=True)` of a tiny partitioned DataFrame (what an iteration must at least do).
 Spark's web UI is on for this tool: its REST API tells each tail iteration's Spark job (submitted
@@ -140,8 +141,10 @@ def write(a, q, g, runs, floor, session_s, first_job_s) -> None:
     parts = [
         ("parse, plan, type inference, pre-partition + cache the base table", fixed),
         ("base step (iteration 0: one job)", med("base_step")),
-        (f"iterations: driver (DataFrames, SQL analysis, metrics), {n:.0f} iterations", med("driver")),
-        (f"iterations: Spark jobs (one per iteration), {n:.0f} iterations", med("jobs")),
+        (f"iterations: before the action (the branches' DataFrames, SQL analysis), {n:.0f} iterations",
+         med("driver")),
+        (f"iterations: the action (the merge's DataFrames, Spark's planning, its one job, the "
+         f"metrics), {n:.0f} iterations", med("jobs")),
         ("fetch the answer (toArrow)", med("fetch")),
     ]
     for name, seconds in parts:
@@ -149,8 +152,8 @@ def write(a, q, g, runs, floor, session_s, first_job_s) -> None:
     lines += [
         f"| **total** | **{total:.2f}** | |",
         "",
-        f"Per iteration (median over all iterations of all runs): driver {per_driver:.3f} s, "
-        f"Spark job {per_job:.3f} s. Floor on this machine, same session: a trivial job "
+        f"Per iteration (median over all iterations of all runs): before the action {per_driver:.3f} s, "
+        f"the action {per_job:.3f} s. Floor on this machine, same session: a trivial job "
         f"{trivial:.3f} s, a tiny `localCheckpoint(eager=True)` hash-partitioned as the state "
         f"({partitions} partitions) {tiny:.3f} s.",
         f"Join strategies chosen: {', '.join(runs[0]['strategies'])}.",

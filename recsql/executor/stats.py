@@ -16,8 +16,8 @@ class IterationStats:
     seconds: float
     join_strategy: str  # "broadcast" (the delta is broadcast), "shuffle", or "-" (base step)
     ran_on: str = "spark"
-    # where `seconds` went: the driver (building the DataFrames: SQL analysis of the branches,
-    # the merge plan; reading the metrics) and the one Spark job (its planning plus execution)
+    # where `seconds` went: before the action (building the branches' DataFrames, SQL analysis)
+    # and the action (building the merge, Spark's planning and its one job, reading the metrics)
     driver_seconds: float = 0.0
     job_seconds: float = 0.0
     lookup: bool = False  # a tiny delta read only the base rows it joins (lookup.py)
