@@ -31,9 +31,10 @@ from .queries import QUERIES, load_case
 TINY_DELTA = 100  # rows: an iteration reading at most this many is a tail iteration
 
 
-def floor_seconds(spark, partitions: int, repeats: int = 10) -> tuple[float, float, float]:
+def floor_seconds(spark, partitions: int, repeats: int = 10) -> tuple[float, float, list]:
     """Median seconds of a trivial job and of a tiny localCheckpoint hash-partitioned as the state
-    (`partitions` partitions), and of that checkpoint's Spark job alone (Spark's UI)."""
+    (`partitions` partitions), and when each checkpoint ran (epoch seconds), to find its Spark job
+    in Spark's UI afterwards."""
     trivial, tiny, windows = [], [], []
     for _ in range(repeats):
         t = time.perf_counter()
@@ -43,9 +44,7 @@ def floor_seconds(spark, partitions: int, repeats: int = 10) -> tuple[float, flo
         spark.range(10).repartition(partitions, "id").localCheckpoint(eager=True)
         tiny.append(time.perf_counter() - t)
         windows.append((start, time.time()))
-    jobs = finished_jobs(spark)
-    return (statistics.median(trivial), statistics.median(tiny),
-            statistics.median(measure.job_seconds(jobs, *w) for w in windows))
+    return statistics.median(trivial), statistics.median(tiny), windows
 
 
 def finished_jobs(spark) -> list[tuple[float, float]]:
@@ -106,11 +105,12 @@ def main(argv=None) -> None:
         assert to_rows(run.pop("answer")) == oracle, "wrong answer"
         if k:
             runs.append(run)
+    partitions = runs[0]["partitions"]
+    trivial, tiny, floor_windows = floor_seconds(spark, partitions)
     jobs = finished_jobs(spark)
     for run in runs:
         run["tiny_jobs"] = [measure.job_seconds(jobs, *w) for w in run.pop("tiny_windows")]
-    partitions = runs[0]["partitions"]
-    trivial, tiny, tiny_job = floor_seconds(spark, partitions)
+    tiny_job = statistics.median(measure.job_seconds(jobs, *w) for w in floor_windows)
     write(a, q, g, runs, (trivial, tiny, tiny_job, partitions), session_s, first_job_s)
 
 

@@ -193,14 +193,15 @@ class ExtremaState(RelationState):
         for c in aggs:
             changed = changed | ~_extremum(c)(c.name).eqNullSafe(F.max(OLD + c.name))
         grouped = [*self.key, *[c.name for c in aggs]]
+        best = [_extremum(c)(c.name).alias(c.name) for c in aggs]
         return {
-            "new": [*[_extremum(c)(c.name).alias(c.name) for c in aggs],
+            "new": [*best,
                     *[F.lit(None).cast(self.schema[c.name].dataType).alias(OLD + c.name)
                       for c in aggs],
                     F.lit(False).alias(OLD)],
             "old": [*self.key, *[F.col(c.name) for c in aggs],
                     *[F.col(c.name).alias(OLD + c.name) for c in aggs], F.lit(True).alias(OLD)],
-            "merged": [*[_extremum(c)(c.name).alias(c.name) for c in aggs], changed.alias(CHANGED)],
+            "merged": [*best, changed.alias(CHANGED)],
             # an aggregation puts the group key first: the head's own order where it differs
             "order": None if grouped == self.columns else [*self.columns, CHANGED],
         }
