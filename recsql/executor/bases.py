@@ -45,6 +45,7 @@ from pyspark.sql import functions as F
 
 from recsql.executor.loop import Context, PartitionedBase
 from recsql.planner.model import base_key
+from recsql.planner.names import TableName
 
 log = logging.getLogger(__name__)
 
@@ -62,33 +63,48 @@ ROWS = "rows"  # an identity by row count and hash sum (not by files)
 _KEPT: weakref.WeakKeyDictionary[SparkSession, OrderedDict[tuple, _Kept]] = weakref.WeakKeyDictionary()
 
 
-def partitioned(ctx: Context, table: str, columns: tuple[str, ...],
+def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
                 build: Callable[[DataFrame], PartitionedBase]) -> PartitionedBase:
     """`table` hash-partitioned by `columns` into the statement's partitions: a copy kept from an
     earlier statement if its input is unchanged, else the one `build` materializes from the
     repartitioned table, kept for later statements where that is safe."""
-    plan = ctx.spark.table(table).repartition(ctx.partitions, *columns)
+    plan = ctx.spark.table(table.sql).repartition(ctx.partitions, *columns)
     # the heavy-key watch observes a copy's top keys only when it is on
-    slot = ("partitioned", *base_key(table, columns), ctx.partitions, ctx.settings.skew_enabled)
+    slot = ("partitioned", _scope(ctx), *base_key(table, columns), ctx.partitions,
+            ctx.settings.skew_enabled)
     if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
         return build(plan)
     return _kept(ctx, slot, table, plan, build)
 
 
-def pulled(ctx: Context, table: str, pull: Callable[[DataFrame], Any]) -> Any:
+def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> Any:
     """`table`'s rows on the driver (what `pull` makes of the table, a pyarrow.Table for the
     endgame): a copy kept from an earlier statement if the table is unchanged, else a new one,
     kept where that is safe. The copy lives in this process, so it is kept on any master."""
-    return _kept(ctx, ("pulled", table), table, ctx.spark.table(table), pull)
+    return _kept(ctx, ("pulled", _scope(ctx), table.key), table, ctx.spark.table(table.sql), pull)
 
 
-def kept_pulled(ctx: Context, table: str) -> Any:
+def kept_pulled(ctx: Context, table: TableName) -> Any:
     """The kept driver copy of `table` if the table is unchanged since it was made, else None
     (nothing is pulled)."""
-    return _kept(ctx, ("pulled", table), table, ctx.spark.table(table), None)
+    return _kept(ctx, ("pulled", _scope(ctx), table.key), table, ctx.spark.table(table.sql), None)
 
 
-def _kept(ctx: Context, slot: tuple, table: str, plan: DataFrame,
+def scope(spark: SparkSession) -> tuple[str, str]:
+    """The current catalog and schema, against which a name of fewer parts resolves (`USE`)."""
+    return spark.catalog.currentCatalog(), spark.catalog.currentDatabase()
+
+
+def _scope(ctx: Context) -> tuple[str, str]:
+    """The statement's `scope`: a copy is kept under its table's name as written within it, so
+    `edges` under `USE a` and under `USE b` (two tables) take two slots, as do `edges` and
+    `a.edges` (a temp view may shadow the one and not the other)."""
+    if ctx.scope is None:
+        ctx.scope = scope(ctx.spark)
+    return ctx.scope
+
+
+def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
           build: Callable[[DataFrame], Any] | None) -> Any:
     """The copy kept in `slot` if `plan` is unchanged since it was made, else what `build`
     makes of `plan` (kept if it is safe to), or None without `build`."""
@@ -113,13 +129,13 @@ def _kept(ctx: Context, slot: tuple, table: str, plan: DataFrame,
     return value
 
 
-def row_count(ctx: Context, table: str) -> int | None:
+def row_count(ctx: Context, table: TableName) -> int | None:
     """`table`'s rows, if this statement's identity check counted them (a cached table)."""
     found = _identity(ctx, table)
     return found[0][1] if found and found[0][0] == ROWS else None
 
 
-def _identity(ctx: Context, table: str) -> list[tuple[Any, ...]] | None:
+def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
     """What tells `table`'s rows apart from their earlier versions (once per statement): its
     input files with sizes and mtimes where they are all on the local disk and not cached (a stat
     each); for a cached table, its row count and two sums of its rows' hashes (one scan of
@@ -127,10 +143,10 @@ def _identity(ctx: Context, table: str) -> list[tuple[Any, ...]] | None:
     cannot be told apart cheaply (uncached without local files, such as a JDBC source: never
     kept) or whose rows cannot be hashed (a map column)."""
     if table not in ctx.identities:
-        df = ctx.spark.table(table)
+        df = ctx.spark.table(table.sql)
         found, local = file_identity(df)
         files: list[tuple[Any, ...]] | None = found
-        if not local and not ctx.spark.catalog.isCached(table):
+        if not local and not ctx.spark.catalog.isCached(table.sql):
             files = None
         elif not local:
             try:

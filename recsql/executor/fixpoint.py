@@ -31,6 +31,7 @@ from recsql.executor.state import (
 from recsql.executor.stats import IterationStats
 from recsql.planner import doubling, seeds
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
+from recsql.planner.names import TableName
 
 
 class GroupRun:
@@ -91,7 +92,7 @@ class GroupRun:
         used = {k: v for k, v in bindings.items() if "{" + k + "}" in text}
         return run_sql(self.ctx.spark, text, used, self.ctx.args, self.ctx.sql, branch.select)
 
-    def base(self, cte: CTEPlan, table: str, columns: tuple[str, ...]) -> DataFrame:
+    def base(self, cte: CTEPlan, table: TableName, columns: tuple[str, ...]) -> DataFrame:
         """The base table hash-partitioned by its join columns, materialized once (and kept across
         statements while its input is unchanged: `bases.partitioned`)."""
         key = base_key(table, columns)

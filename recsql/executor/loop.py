@@ -13,7 +13,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from recsql.executor.limits import SparkLimits
 from recsql.executor.state import RelationState
 from recsql.executor.stats import IterationStats
-from recsql.planner.model import Branch, CTEPlan, GroupStep
+from recsql.planner.model import BaseKey, Branch, CTEPlan, GroupStep
+from recsql.planner.names import TableName
 from recsql.settings import Settings
 
 
@@ -41,13 +42,14 @@ class Context:
     args: dict | None
     sql: str  # the user's statement, for error messages
     env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
-    bases: dict[tuple[str, tuple[str, ...]], PartitionedBase]  # by `BaseRelation.key`
+    bases: dict[BaseKey, PartitionedBase]  # by `BaseRelation.key`
     on_iteration: Callable[[IterationStats], None] | None = None
     # a recovery.Recovery (reliable checkpoints and resume), or None; untyped here because
     # recovery.py itself sees the loop through this module
     recovery: Any = None
     # table -> what identifies its rows this statement (bases.py), computed once
-    identities: dict[str, Any] = field(default_factory=dict)
+    identities: dict[TableName, Any] = field(default_factory=dict)
+    scope: tuple[str, str] | None = None  # the current catalog and schema (bases.py), read once
 
 
 class Loop(Protocol):
@@ -63,7 +65,7 @@ class Loop(Protocol):
                   broadcast_bases: bool = False,
                   bases: dict[str, DataFrame] | None = None) -> DataFrame: ...
 
-    def base(self, cte: CTEPlan, table: str, columns: tuple[str, ...]) -> DataFrame: ...
+    def base(self, cte: CTEPlan, table: TableName, columns: tuple[str, ...]) -> DataFrame: ...
 
     def shape(self, cte: CTEPlan, branch: Branch, df: DataFrame) -> DataFrame: ...
 

@@ -34,9 +34,10 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
-from recsql.executor.bases import file_identity, forget, release
+from recsql.executor.bases import file_identity, forget, release, scope
 from recsql.executor.loop import Loop
 from recsql.executor.state import ContributorState, RelationState
+from recsql.planner.names import TableName
 
 if TYPE_CHECKING:
     from recsql.planner import QueryPlan
@@ -101,24 +102,27 @@ def fingerprint(spark: SparkSession, plan: QueryPlan, settings: Settings, args: 
         digest.update(b"\0")
 
     add("recsql-checkpoint", FORMAT_VERSION, plan.sql, args or {}, settings.sum_tolerance)
-    for name in sorted(read_relations(plan)):
+    names = sorted(read_relations(plan), key=lambda n: n.key)
+    if names:  # a name of fewer parts resolves in the current catalog and schema (`USE`)
+        add("scope", *scope(spark))
+    for name in names:
         try:
-            df = spark.table(name)
+            df = spark.table(name.sql)
         except Exception:  # noqa: BLE001 - e.g. a table-valued function: the text covers it
-            add("unresolved", name)
+            add("unresolved", name.key)
             continue
-        add("table", name, *relation_identity(df))
+        add("table", name.key, *relation_identity(df))
     for binding in sorted(frames):
         add("frame", binding, *relation_identity(frames[binding]))
     return digest.hexdigest()
 
 
-def read_relations(plan: QueryPlan) -> set[str]:
+def read_relations(plan: QueryPlan) -> set[TableName]:
     """Names of the catalog relations (tables, views) the plan reads."""
     from recsql.planner.model import GroupStep, ViewStep
 
     nodes: list[exp.Expr] = [plan.final]
-    names: set[str] = set()
+    names: set[TableName] = set()
     for step in plan.steps:
         if isinstance(step, ViewStep):
             nodes.append(step.query)
@@ -130,7 +134,7 @@ def read_relations(plan: QueryPlan) -> set[str]:
     for node in nodes:
         for table in node.find_all(exp.Table):
             if isinstance(table.this, exp.Identifier):
-                names.add(".".join(p.name for p in table.parts))
+                names.add(TableName.of(table))
     return names
 
 

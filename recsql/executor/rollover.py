@@ -57,7 +57,7 @@ from recsql.executor.state import (
     with_partition,
 )
 from recsql.executor.stats import IterationStats
-from recsql.planner.model import DELTA, Branch, CTEPlan
+from recsql.planner.model import DELTA, BaseKey, BaseRelation, Branch, CTEPlan
 
 HEAVY_KEYS = 1000  # base join keys whose degree is kept exactly
 MAX_SLICES = 256  # more actions than this per iteration cost more than they save
@@ -71,11 +71,11 @@ class Probe:
 
     state: str
     columns: tuple[str, ...] = ()
-    base: tuple[str, tuple[str, ...]] | None = None
+    base: BaseRelation | None = None
 
     @property
     def metric(self) -> str:
-        return "rollover_" + "_".join([self.state, *self.columns, *(self.base[1] if self.base else ())])
+        return "rollover_" + "_".join([self.state, *self.columns, *(self.base.key[1] if self.base else ())])
 
 
 @dataclass
@@ -107,7 +107,7 @@ class RunInfo:
 
     budget: int
     probes: dict[tuple[str, int, int], Probe] = field(default_factory=dict)
-    degrees: dict[tuple[str, tuple[str, ...]], Degrees] = field(default_factory=dict)
+    degrees: dict[BaseKey, Degrees] = field(default_factory=dict)
     # metric -> (the delta it was observed for, estimate); valid only for that very delta
     observed: dict[str, tuple[DataFrame, int]] = field(default_factory=dict)
     outputs: dict[str, Observation] = field(default_factory=dict)  # cte -> candidate counter
@@ -165,8 +165,8 @@ def metrics(run: Loop, ro: RunInfo, cte: CTEPlan, flag: Column | None = None) ->
     """The delta-side estimates that ride on the merge of `cte`'s state: for each rule reading
     its delta against a base whose degrees are known, the sum of the degrees over the rows
     `flag` marks (default: the state's next delta)."""
-    probes = [(p, ro.degrees[p.base]) for p in ro.probes.values()
-              if p.state == cte.key and p.base is not None and p.base in ro.degrees]
+    probes = [(p, ro.degrees[p.base.key]) for p in ro.probes.values()
+              if p.state == cte.key and p.base is not None and p.base.key in ro.degrees]
     if not probes:
         return []
     flag = run.states[cte.key].delta_flag() if flag is None else flag
@@ -225,25 +225,25 @@ def _estimate(run: Loop, ro: RunInfo, probe: Probe) -> int:
     state = run.states[probe.state]
     if probe.base is None:
         return state.delta_rows
-    table, columns = probe.base
-    base = run.base(run.group.ctes[0], table, columns)  # partitioned once; observes its sizes
-    bound = _largest_degree(run, probe.base)
-    if probe.base not in ro.degrees and bound is not None and state.delta_rows * bound <= ro.budget:
+    key, columns = probe.base.key, probe.base.columns
+    base = run.base(run.group.ctes[0], probe.base.table, columns)  # partitioned once; observes its sizes
+    bound = _largest_degree(run, key)
+    if key not in ro.degrees and bound is not None and state.delta_rows * bound <= ro.budget:
         return state.delta_rows * bound  # cannot exceed the budget: no statistics needed
     seen = ro.observed.get(probe.metric)
     if seen is not None and seen[0] is state.delta:
         return seen[1]
     # First time over the crude bound (or a delta not produced by a merge: resume, recovery):
     # the base's degrees once, then this delta's estimate directly; later ones ride on actions.
-    if probe.base not in ro.degrees:
-        ro.degrees[probe.base] = _degrees(base, columns)
-    degree = ro.degrees[probe.base].expr(probe.columns)
+    if key not in ro.degrees:
+        ro.degrees[key] = _degrees(base, columns)
+    degree = ro.degrees[key].expr(probe.columns)
     value = aggregate(state.delta, [F.sum(degree).alias("rows")])["rows"]
     ro.observed[probe.metric] = (state.delta, int(value or 0))
     return int(value or 0)
 
 
-def _largest_degree(run: Loop, base: tuple[str, tuple[str, ...]]) -> int | None:
+def _largest_degree(run: Loop, base: BaseKey) -> int | None:
     """A bound on any key's base rows without a job: the most frequent key's count when the
     pre-partitioning action observed the base's top keys (skew.py's sketch, approximate), else
     the base's rows."""
@@ -270,7 +270,7 @@ def _probe(run: Loop, branch: Branch, variant: tuple[str, ...]) -> Probe:
     for base in branch.bases:
         join = base.join_of(ref.binding)
         if join is not None:
-            return Probe(ref.cte, join.columns, base.key)
+            return Probe(ref.cte, join.columns, base)
     return Probe(ref.cte)
 
 

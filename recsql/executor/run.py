@@ -26,6 +26,7 @@ from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
 from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
+from recsql.planner.names import TableName
 from recsql.settings import Settings
 
 
@@ -45,16 +46,17 @@ class SparkCatalog:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
 
-    def columns(self, table: str) -> list[str] | None:
-        try:
-            return self.spark.table(table).columns
+    def columns(self, table: TableName) -> list[str] | None:
+        try:  # quoted part by part, `spark.table` resolves the name exactly as the SQL does
+            return self.spark.table(table.sql).columns
         except AnalysisException:
             return None
 
-    def tables(self) -> list[str]:
+    def tables(self, namespace: tuple[str, ...] = ()) -> list[str]:
         try:
-            return [t.name for t in self.spark.catalog.listTables()]
-        except AnalysisException:
+            listed = self.spark.catalog.listTables(TableName(namespace).sql if namespace else None)
+            return [t.name for t in listed]
+        except AnalysisException:  # no such schema
             return []
 
 

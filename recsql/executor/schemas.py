@@ -25,7 +25,7 @@ from recsql.planner.model import Branch, CTEPlan, GroupStep
 
 def _tables(run: Loop, branch: Branch) -> dict[str, DataFrame]:
     """The branch's base tables as they are: typing needs no pre-partitioned (checkpointed) base."""
-    return {b.binding: run.ctx.spark.table(b.table) for b in branch.bases}
+    return {b.binding: run.ctx.spark.table(b.table.sql) for b in branch.bases}
 
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)

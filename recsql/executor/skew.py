@@ -45,7 +45,7 @@ from recsql.executor import joinside
 from recsql.executor.lookup import SKETCH_ITEMS, field_named, key_filter, top_k
 from recsql.executor.loop import Loop
 from recsql.executor.state import RelationState
-from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref
+from recsql.planner.model import DELTA, BaseKey, BaseRelation, Branch, CTEPlan, Ref
 from recsql.settings import Settings
 
 PID = "__rq_pid"
@@ -61,7 +61,7 @@ class Join:
     spread: bool  # the join key is a strict part of the reference's partition key
 
     @property
-    def base_key(self) -> tuple[str, tuple[str, ...]]:
+    def base_key(self) -> BaseKey:
         return self.base.key
 
 

@@ -33,6 +33,7 @@ from recsql.planner.model import (
     Step,
     ViewStep,
 )
+from recsql.planner.names import TableName, is_cte_reference
 from recsql.planner.scc import strongly_connected
 from recsql.planner.scoping import hoist_nested_withs
 
@@ -136,11 +137,7 @@ def _references(node: exp.Expr, defs: dict[str, CTEDef]) -> set[str]:
 
 
 def _cte_tables(node: exp.Expr, names) -> list[exp.Table]:
-    return [
-        t
-        for t in node.find_all(exp.Table)
-        if isinstance(t.this, exp.Identifier) and not t.args.get("db") and t.name.lower() in names
-    ]
+    return [t for t in node.find_all(exp.Table) if is_cte_reference(t, names)]
 
 
 class _Planner:
@@ -223,10 +220,9 @@ class _Planner:
         if isinstance(alias, exp.TableAlias) and alias.columns:
             return [c.name for c in alias.columns]
         if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
-            key = source.name.lower()
-            if key in self.defs:
-                return [c.name for c in self.head_of(key)]
-            return list(self.catalog.columns(source.sql("rasql").split(" ")[0]) or [])
+            if is_cte_reference(source, self.defs):
+                return [c.name for c in self.head_of(source.name.lower())]
+            return list(self.catalog.columns(TableName.of(source)) or [])
         if isinstance(source, (exp.Subquery, exp.Values)):
             return self.output_names(source.this if isinstance(source, exp.Subquery) else source)
         return []
@@ -311,14 +307,14 @@ class _Planner:
             columns = join_columns.get(table.alias_or_name.lower())
             # a table read with column aliases, a sample, a version or hints is read as written:
             # the partitioned copy would be of the bare table
-            if not columns or table.name.lower() in self.defs or not _plain_table(table):
+            if not columns or is_cte_reference(table, self.defs) or not _plain_table(table):
                 continue
             self.check_columns(table, columns.values())
             binding = f"rq_base_{len(bases)}"
             partition = tuple(columns[k] for k in sorted(columns))
             joins = _ref_joins(branch, table.alias_or_name, partition,
                                {r.binding: self.head_of(r.cte) for r in branch.refs})
-            bases.append(BaseRelation(binding, _table_sql(table), partition, joins))
+            bases.append(BaseRelation(binding, TableName.of(table), partition, joins))
             table.replace(bound_table(binding, table.alias_or_name))
             if len(ref_keys) == 1 and set(columns) == set(range(len(next(iter(ref_keys.values()))))):
                 branch.copartitioned = True
@@ -330,16 +326,16 @@ class _Planner:
         that partitioned copy (its own CTE's first): the statement then shuffles the table once,
         not once for the base step and again for the iterations, and a base step grouped by the
         partition columns (`SELECT Src, Src FROM edge` for `cc(X, min() AS C)`) needs no shuffle."""
-        partitioned: dict[str, BaseRelation] = {}
+        partitioned: dict[TableName, BaseRelation] = {}
         for owner in [cte, *group]:
             for recursive in owner.recursive_branches:
                 for base in recursive.bases:
-                    partitioned.setdefault(base.table.lower(), base)
+                    partitioned.setdefault(base.table, base)
         local = {c.alias_or_name.lower() for c in branch.select.find_all(exp.CTE)}
         bases: list[BaseRelation] = []
         for table in _source_tables(branch.select):
-            found = partitioned.get(_table_sql(table).lower()) if _plain_table(table) else None
-            if found is None or table.name.lower() in local or table.name.lower() in self.defs:
+            found = partitioned.get(TableName.of(table)) if _plain_table(table) else None
+            if found is None or is_cte_reference(table, local | set(self.defs)):
                 continue
             binding = f"rq_base_{len(bases)}"
             bases.append(BaseRelation(binding, found.table, found.columns))
@@ -347,7 +343,9 @@ class _Planner:
         return tuple(bases)
 
     def check_columns(self, table: exp.Table, names) -> None:
-        known = self.catalog.columns(table.name) or []
+        known = self.catalog.columns(TableName.of(table))
+        if known is None:  # dropped since `check_tables` found it
+            raise checks.table_not_found(table, self.sql, self.catalog)
         for name in names:
             if name.lower() not in {k.lower() for k in known}:
                 column = next(
@@ -357,7 +355,7 @@ class _Planner:
                 )
                 raise RecSQLAnalysisError(
                     f"Column `{name}` of `{table.alias_or_name}` cannot be resolved"
-                    f"{checks.did_you_mean(name, known)} (`{table.name}` has {', '.join(known)})",
+                    f"{checks.did_you_mean(name, known)} ({TableName.of(table).sql} has {', '.join(known)})",
                     condition="RECSQL_UNKNOWN_COLUMN",
                     **locate(column, self.sql),
                 )
@@ -380,12 +378,6 @@ def _plain_table(table: exp.Table) -> bool:
         return False
     extra = {k for k, v in table.args.items() if v and k not in {"this", "db", "catalog", "alias"}}
     return isinstance(table.this, exp.Identifier) and not extra
-
-
-def _table_sql(table: exp.Table) -> str:
-    bare = table.copy()
-    bare.set("alias", None)
-    return bare.sql("rasql")
 
 
 def _variants(n_refs: int, bag: bool) -> tuple[tuple[str, ...], ...]:

@@ -9,6 +9,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner.locate import locate
+from recsql.planner.names import TableName, is_cte_reference
 
 # Constructs a recursive branch may not contain, with the reason given to the user.
 FORBIDDEN_IN_RECURSIVE_BRANCH = (
@@ -254,19 +255,40 @@ def _is_aggregated(column: exp.Column, aggregated: dict) -> bool:
 
 
 def check_tables(node: exp.Expr, sql: str, catalog, known_ctes: set[str]) -> None:
-    """Every plain table the query reads exists (rule 4), else name the nearest known ones."""
+    """Every catalog table the query reads exists, resolved by its whole name as Spark resolves
+    it (`analytics.edges` in schema `analytics`), else Spark's error (rule 4)."""
     for table in node.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier) or table.args.get("db"):
+        if not isinstance(table.this, exp.Identifier) or is_cte_reference(table, known_ctes):
             continue
-        name = table.name
-        if name.lower() in known_ctes or catalog.columns(name) is not None:
-            continue
-        candidates = sorted(set(catalog.tables()) | known_ctes)
-        raise RecSQLAnalysisError(
-            f"Table or view `{name}` cannot be found{did_you_mean(name, candidates)}",
-            condition="RECSQL_UNKNOWN_TABLE",
-            **locate(table, sql),
-        )
+        if catalog.columns(TableName.of(table)) is None:
+            raise table_not_found(table, sql, catalog, known_ctes)
+
+
+def table_not_found(table: exp.Table, sql: str, catalog, known_ctes=()) -> RecSQLAnalysisError:
+    """Spark's TABLE_OR_VIEW_NOT_FOUND for `table`, named as written, with the nearest names of
+    its schema (and the statement's CTEs, for an unqualified name)."""
+    name = TableName.of(table)
+    namespace = name.parts[:-1]
+    candidates = {str(TableName((*namespace, t))) for t in catalog.tables(namespace)}
+    if not namespace:
+        candidates |= set(known_ctes)
+    suggestion = did_you_mean(str(name), sorted(candidates)).removeprefix(". ")
+    error = RecSQLAnalysisError(
+        f"The table or view {name.sql} cannot be found.{' ' + suggestion if suggestion else ''} "
+        "Verify the spelling and correctness of the schema and catalog.",
+        condition="TABLE_OR_VIEW_NOT_FOUND",
+        **locate_name(table, sql),
+    )
+    error.sqlstate = "42P01"  # Spark's, for clients that read it (the server, JDBC)
+    return error
+
+
+def locate_name(table: exp.Table, sql: str) -> dict:
+    """Where a table's whole name is written: from its first part to its last."""
+    first, last = locate(table.parts[0], sql), locate(table.parts[-1], sql)
+    if first and last and first["line"] == last["line"]:
+        first["length"] = last["pos"] + last["length"] - first["pos"]
+    return first or locate(table, sql)
 
 
 def did_you_mean(name: str, candidates) -> str:

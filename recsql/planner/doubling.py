@@ -15,6 +15,7 @@ from sqlglot import exp
 
 from recsql.planner.branches import bound_table
 from recsql.planner.model import ALL, DELTA, Branch, CTEPlan, Ref
+from recsql.planner.names import TableName
 
 LEFT, RIGHT = "rq_l", "rq_r"  # aliases of the two references in the doubling rule
 
@@ -42,7 +43,7 @@ def switch_variants(branch: Branch) -> tuple[tuple[str, ...], ...]:
     return ((ALL,) * len(branch.refs),)
 
 
-def _edge_columns(select: exp.Expr) -> tuple[str, str, str] | None:
+def _edge_columns(select: exp.Expr) -> tuple[TableName, str, str] | None:
     """(table, source column, target column) of a base branch `SELECT x, y FROM t`."""
     if not isinstance(select, exp.Select) or _has_clauses(select):
         return None
@@ -52,16 +53,14 @@ def _edge_columns(select: exp.Expr) -> tuple[str, str, str] | None:
     columns = [e.unalias() for e in select.expressions]
     if len(columns) != 2 or not all(isinstance(c, exp.Column) for c in columns):
         return None
-    bare = table.copy()
-    bare.set("alias", None)
-    return bare.sql("rasql").lower(), columns[0].name.lower(), columns[1].name.lower()
+    return TableName.of(table), columns[0].name.lower(), columns[1].name.lower()
 
 
-def _is_linear_closure(cte: CTEPlan, branch: Branch, table: str, source: str, target: str) -> bool:
+def _is_linear_closure(cte: CTEPlan, branch: Branch, table: TableName, source: str, target: str) -> bool:
     """`SELECT tc.A, e.target FROM tc, e WHERE tc.B = e.source` (right-linear) or
     `SELECT e.source, tc.B FROM e, tc WHERE e.target = tc.A` (left-linear), nothing else."""
     select = branch.select
-    if len(branch.refs) != 1 or len(branch.bases) != 1 or branch.bases[0].table.lower() != table:
+    if len(branch.refs) != 1 or len(branch.bases) != 1 or branch.bases[0].table != table:
         return False
     if not isinstance(select, exp.Select) or _has_clauses(select, "joins", "where"):
         return False

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from recsql.planner.names import TableName
+
 # Head aggregate spellings -> canonical function (docs/dialect.md section 2).
 AGGREGATES = {
     "min": "min", "mmin": "min",
@@ -59,7 +61,7 @@ class BaseRelation:
     """A base table in a recursive branch, pre-partitioned by the columns it joins a ref on."""
 
     binding: str
-    table: str  # the table's SQL name (as written)
+    table: TableName  # the table's full name, as written
     columns: tuple[str, ...]  # partition columns, in the order of the ref's partition key
     # every reference joined with it on all of `columns`: what the executor's strategies (skew,
     # roll-over) need of the branch's joins, recorded here so they never re-read the SQL
@@ -70,13 +72,16 @@ class BaseRelation:
         return next((j for j in self.joins if j.ref == ref), None)
 
     @property
-    def key(self) -> tuple[str, tuple[str, ...]]:
+    def key(self) -> BaseKey:
         """Identifies the pre-partitioned base across branches (SQL names are case-insensitive)."""
         return base_key(self.table, self.columns)
 
 
-def base_key(table: str, columns: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
-    return table.lower(), tuple(c.lower() for c in columns)
+BaseKey = tuple[tuple[str, ...], tuple[str, ...]]  # the table's name parts, the columns
+
+
+def base_key(table: TableName, columns: tuple[str, ...]) -> BaseKey:
+    return table.key, tuple(c.lower() for c in columns)
 
 
 @dataclass

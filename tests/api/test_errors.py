@@ -64,7 +64,7 @@ def test_parse_error_without_with_clause_keeps_position(spark):
 def test_unknown_table_with_suggestion(spark):
     q = GOOD.replace("FROM path, edge", "FROM path, edges")
     err = run_error(spark, q, RecSQLAnalysisError)
-    assert err.condition == "RECSQL_UNKNOWN_TABLE"
+    assert err.condition == "TABLE_OR_VIEW_NOT_FOUND"
     assert "`edges`" in err.message and "`edge`" in err.message
     assert_points_at(err, q, "edges")
 

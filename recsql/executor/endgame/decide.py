@@ -182,5 +182,5 @@ def _relation_df(run: Loop, key: tuple) -> DataFrame:
     # The driver needs the rows, not Spark's placement: a copy the Spark loop already
     # pre-partitioned and cached reads fastest; pre-partitioning one it never joined would
     # cost a shuffle and a cache for nothing.
-    partitioned = next((b.df for (table, _), b in run.ctx.bases.items() if table == name), None)
-    return partitioned if partitioned is not None else run.ctx.spark.table(name)
+    partitioned = next((b.df for (table, _), b in run.ctx.bases.items() if table == name.key), None)
+    return partitioned if partitioned is not None else run.ctx.spark.table(name.sql)

@@ -34,6 +34,7 @@ from recsql.executor.driver_sql import Untranslatable, check_forms, check_types,
 from recsql.executor.loop import Loop
 from recsql.executor.state import CONTRIB
 from recsql.planner.model import DELTA, Branch, CTEPlan
+from recsql.planner.names import TableName, is_cte_reference
 
 _BIND = "__rq_bind_"  # a reference's table until a variant binds it
 _FRACTIONAL = ("FLOAT", "DOUBLE", "REAL", "DECIMAL")  # DuckDB type names whose CAST rounds
@@ -201,17 +202,15 @@ def branch_relations(env: dict[str, DataFrame], branch: Branch,
                 continue
             base = next((b for b in branch.bases if b.binding == binding), None)
             if base is not None:  # the same table as a base branch's (one pull for both)
-                yield ("table", base.table.lower()), table
+                yield ("table", base.table), table
             elif binding in env:
                 yield ("env", binding), table
             else:
                 raise Untranslatable(f"unbound relation {{{binding}}}")
         elif isinstance(table.this, exp.Identifier):
-            if not table.args.get("db") and table.name.lower() in local:
+            if is_cte_reference(table, local):
                 continue
-            bare = table.copy()
-            bare.set("alias", None)
-            yield ("table", bare.sql("rasql").lower()), table
+            yield ("table", TableName.of(table)), table
         else:
             raise Untranslatable(f"relation {table.sql('rasql')}")
 
