@@ -26,6 +26,7 @@ from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
 from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
+from recsql.planner.checks import locate_name, table_not_found
 from recsql.planner.names import TableName
 from recsql.settings import Settings
 
@@ -54,8 +55,11 @@ class SparkCatalog:
 
     def tables(self, namespace: tuple[str, ...] = ()) -> list[str]:
         try:
-            listed = self.spark.catalog.listTables(TableName(namespace).sql if namespace else None)
-            return [t.name for t in listed]
+            if not namespace:
+                return [t.name for t in self.spark.catalog.listTables()]
+            # a schema's listing also holds the session's temp views, which no qualified name reads
+            listed = self.spark.catalog.listTables(TableName(namespace).sql)
+            return [t.name for t in listed if not t.isTemporary]
         except AnalysisException:  # no such schema
             return []
 
@@ -223,10 +227,14 @@ def run_statement(runner: Runner, statement: Statement, passthrough: Callable[[]
         plan = runner.plan(node.expression, statement.text)
         if plan is None:
             return Result(df=passthrough(), kind="command")
+        target = _target(node)
+        catalog = SparkCatalog(runner.spark)
+        if catalog.columns(TableName.of(target)) is None:  # before the fixpoint, as Spark would
+            raise table_not_found(target, statement.text, catalog)
         result = runner.execute(plan)
         overwrite = bool(node.args.get("overwrite"))
-        result.df.write.insertInto(node.this.sql("rasql") if not isinstance(node.this, exp.Schema)
-                                   else node.this.this.sql("rasql"), overwrite=overwrite)
+        with _writing(target, statement.text):
+            result.df.write.insertInto(TableName.of(target).sql, overwrite=overwrite)
         return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
     return Result(df=passthrough(), kind="command")
 
@@ -256,14 +264,31 @@ def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough)
         if not node.args.get("replace") and runner.spark.catalog.tableExists(name):
             raise RecSQLAnalysisError(f"View `{name}` already exists; use CREATE OR REPLACE",
                                       condition="RECSQL_VIEW_EXISTS", sql=statement.text)
-        _with_columns(result.df, node).createOrReplaceTempView(name)
+        with _writing(_target(node), statement.text):
+            _with_columns(result.df, node).createOrReplaceTempView(name)
     else:
         writer = result.df.write
         fmt = _using(node)
         if fmt:
             writer = writer.format(fmt)
-        writer.saveAsTable(name, mode="overwrite" if node.args.get("replace") else "errorifexists")
+        with _writing(_target(node), statement.text):
+            writer.saveAsTable(name, mode="overwrite" if node.args.get("replace") else "errorifexists")
     return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
+
+
+def _target(node: exp.Create | exp.Insert) -> exp.Table:
+    """The table a CREATE or INSERT writes (`db.t` of `INSERT INTO db.t (a, b) ...`)."""
+    return node.this.this if isinstance(node.this, exp.Schema) else node.this
+
+
+@contextlib.contextmanager
+def _writing(target: exp.Table, sql: str):
+    """Spark's refusal of a statement's target (no such schema, a table that exists, a temp
+    view name of several parts) as a recsql error that points at the target's name."""
+    try:
+        yield
+    except AnalysisException as error:
+        raise from_spark_error(error, sql, at=locate_name(target, sql)) from None
 
 
 def _with_columns(df: DataFrame, node: exp.Create) -> DataFrame:

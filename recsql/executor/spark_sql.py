@@ -15,7 +15,9 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
+from recsql.planner.checks import locate_name
 from recsql.planner.locate import locate
+from recsql.planner.names import TableName
 
 # pyspark logs every analysis error it raises as JSON on stderr; recsql reports them itself.
 _PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
@@ -69,16 +71,20 @@ def run_sql(
         raise from_spark_error(error, user_sql, user_ast) from None
 
 
-def from_spark_error(error: PySparkException, user_sql: str, user_ast: exp.Expr | None = None):
+def from_spark_error(error: PySparkException, user_sql: str, user_ast: exp.Expr | None = None,
+                     at: dict | None = None):
     """A recsql error for Spark's complaint about the user's query, located in the user's text.
 
     With `user_ast` the SQL Spark saw was rendered by recsql, so Spark's line/pos mean nothing
     to the user: the named column or table is looked up in the user's AST instead. Without it,
-    Spark saw the user's own text and its position is kept.
+    Spark saw the user's own text and its position is kept. `at`: the position, when the caller
+    knows what Spark complains about (a DataFrame call's error has none).
     """
     condition = error.getCondition() or "SPARK_ERROR"
     raw = error.getMessage() if hasattr(error, "getMessage") else str(error)
-    if user_ast is not None:
+    if at is not None:
+        position = at
+    elif user_ast is not None:
         position = _locate_named(error, user_ast, user_sql)
     else:
         position = _spark_position(error, user_sql)
@@ -115,8 +121,11 @@ def _spark_position(error: PySparkException, sql: str) -> dict:
 def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
     """Find the column or table Spark could not resolve in the user's own AST."""
     params = error.getMessageParameters() or {}
-    name = params.get("objectName") or params.get("relationName") or ""
-    name = name.split(".")[-1].strip("`").lower()
+    written = params.get("objectName") or params.get("relationName") or ""
+    for table in user_ast.find_all(exp.Table):  # Spark names a relation `db`.`t`, as TableName.sql
+        if isinstance(table.this, exp.Identifier) and TableName.of(table).sql.lower() == written.lower():
+            return locate_name(table, user_sql)
+    name = written.split(".")[-1].strip("`").lower()
     if not name:
         return {}
     for node in user_ast.find_all(exp.Column, exp.Table):

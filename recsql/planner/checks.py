@@ -269,10 +269,12 @@ def table_not_found(table: exp.Table, sql: str, catalog, known_ctes=()) -> RecSQ
     its schema (and the statement's CTEs, for an unqualified name)."""
     name = TableName.of(table)
     namespace = name.parts[:-1]
-    candidates = {str(TableName((*namespace, t))) for t in catalog.tables(namespace)}
+    known = {TableName((*namespace, t)) for t in catalog.tables(namespace)}
     if not namespace:
-        candidates |= set(known_ctes)
-    suggestion = did_you_mean(str(name), sorted(candidates)).removeprefix(". ")
+        known |= {TableName((c,)) for c in known_ctes}
+    by_text = {str(k).lower(): k for k in known}
+    close = difflib.get_close_matches(str(name).lower(), sorted(by_text), n=3, cutoff=0.5)
+    suggestion = f"Did you mean {', '.join(by_text[c].sql for c in close)}?" if close else ""
     error = RecSQLAnalysisError(
         f"The table or view {name.sql} cannot be found.{' ' + suggestion if suggestion else ''} "
         "Verify the spelling and correctness of the schema and catalog.",
