@@ -241,7 +241,7 @@ class _Planner:
         return HeadColumn(column.name)
 
     def branch(self, cte: CTEPlan, index: int, body: exp.Query, members: set[str]) -> Branch:
-        checks.check_branch_columns(cte, index, body, self.sql)
+        checks.check_branch_columns(cte, index, body, self.sql, self.defs[cte.key].node.args["alias"].this)
         group_tables = _cte_tables(body, members)
         refs = []
         for k, table in enumerate(group_tables):

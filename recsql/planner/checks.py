@@ -20,7 +20,9 @@ FORBIDDEN_IN_RECURSIVE_BRANCH = (
 )
 
 
-def check_branch_columns(cte, index: int, body: exp.Query, sql: str) -> None:
+def check_branch_columns(cte, index: int, body: exp.Query, sql: str, name: exp.Expr | None = None) -> None:
+    """`name`: where the CTE's name is written, to point at when the branch has nothing to
+    point at (`SELECT UNION ...`)."""
     selects = body.selects
     if any(isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star) for s in selects):
         return  # Spark expands `*`; the executor checks the analysed width
@@ -31,7 +33,7 @@ def check_branch_columns(cte, index: int, body: exp.Query, sql: str) -> None:
             f"Branch {index} of CTE `{cte.name}` yields {len(selects)} column(s) ({got}) but the "
             f"head `{cte.name}({head})` has {len(cte.head)}; make them agree",
             condition="RECSQL_HEAD_BRANCH_MISMATCH",
-            **locate(body, sql),
+            **(locate(body, sql) or locate(name, sql)),
         )
 
 
@@ -215,9 +217,10 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
     )
     for left, right in equi_joins(branch.select):
         for side in (left, right):
-            if _is_aggregated(side, aggregated):
+            owner = _aggregated_in(side, aggregated)
+            if owner is not None:
                 raise RecSQLAnalysisError(
-                    f"`{side.sql('rasql')}` is an aggregated column of `{aggregated[side.table.lower()][1]}` "
+                    f"`{side.sql('rasql')}` is an aggregated column of `{owner}` "
                     f"used as an equi-join key in recursive branch {branch.index} of `{cte.name}`: {rule}",
                     condition="RECSQL_AGGREGATE_AS_KEY",
                     **locate(side, sql),
@@ -226,9 +229,10 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
         if head.agg is not None:
             continue
         for column in item.find_all(exp.Column):
-            if _is_aggregated(column, aggregated):
+            owner = _aggregated_in(column, aggregated)
+            if owner is not None:
                 raise RecSQLAnalysisError(
-                    f"`{column.sql('rasql')}` is an aggregated column of `{aggregated[column.table.lower()][1]}` "
+                    f"`{column.sql('rasql')}` is an aggregated column of `{owner}` "
                     f"feeding group-key column `{head.name}` of `{cte.name}` in "
                     f"recursive branch {branch.index}: {rule}",
                     condition="RECSQL_AGGREGATE_AS_KEY",
@@ -247,11 +251,14 @@ def _aggregated_columns(branch, group_defs: dict) -> dict[str, tuple[set[str], s
     return result
 
 
-def _is_aggregated(column: exp.Column, aggregated: dict) -> bool:
+def _aggregated_in(column: exp.Column, aggregated: dict) -> str | None:
+    """The CTE whose aggregated column `column` is, if it is one: by its qualifier, or for an
+    unqualified name (`WHERE Cost = edge.Src`) the first reference that has it."""
     table = column.table.lower()
     if table:
-        return table in aggregated and column.name.lower() in aggregated[table][0]
-    return any(column.name.lower() in names for names, _ in aggregated.values())
+        names, cte = aggregated.get(table, (set(), None))
+        return cte if column.name.lower() in names else None
+    return next((cte for names, cte in aggregated.values() if column.name.lower() in names), None)
 
 
 def check_tables(node: exp.Expr, sql: str, catalog, known_ctes: set[str]) -> None:

@@ -249,22 +249,26 @@ def test_unsupported_head_aggregate(func):
     assert err.pos == q.index(f"{func}()")
 
 
-def test_aggregated_column_as_join_key():
+@pytest.mark.parametrize("key", ["path.Cost", "Cost"])  # unqualified: was a KeyError (fuzz)
+def test_aggregated_column_as_join_key(key):
     q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
-         "(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Cost = edge.Src) "
+         f"(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE {key} = edge.Src) "
          "SELECT Dst, Cost FROM path")
     err = analysis_error(q)
     assert err.condition == "RECSQL_AGGREGATE_AS_KEY"
-    assert "path.Cost" in err.message and "rule 1" in err.message
-    start = q.index("path.Cost =")
+    assert f"`{key}` is an aggregated column of `path`" in err.message and "rule 1" in err.message
+    start = q.index(f"{key} =")
     assert start <= err.pos <= start + len("path.")
 
 
-def test_aggregated_column_feeding_group_key():
+@pytest.mark.parametrize("key", ["path.Cost", "Cost"])
+def test_aggregated_column_feeding_group_key(key):
     q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
-         "(SELECT path.Cost, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) "
+         f"(SELECT {key}, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) "
          "SELECT Dst, Cost FROM path")
-    assert analysis_error(q).condition == "RECSQL_AGGREGATE_AS_KEY"
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_AGGREGATE_AS_KEY"
+    assert f"`{key}` is an aggregated column of `path`" in err.message
 
 
 def test_aggregated_column_in_non_equi_condition_is_fine():
