@@ -162,7 +162,7 @@ def _rewrite(cte: exp.CTE, sql: str, groups, reads) -> None:
             f"aggregate (write `{head.name}`) and keep the term's aggregate with GROUP BY (the "
             "spelling BI tools parse), or keep the head and drop the term's aggregate and GROUP BY",
             condition="RECSQL_MIXED_AGGREGATE_SPELLING",
-            **locate(_first_aggregation(spelled[0]), sql),
+            **_locate(_first_aggregation(spelled[0]), sql),
         )
     shapes = [_aggregated_columns(name, t, sql) for t in terms]
     model = shapes[terms.index(spelled[0])]
@@ -173,7 +173,7 @@ def _rewrite(cte: exp.CTE, sql: str, groups, reads) -> None:
                 f"one, {_describe(shape)} in another): every recursive term must aggregate the same "
                 "output columns with the same function and GROUP BY the others",
                 condition="RECSQL_INCONSISTENT_RECURSIVE_AGGREGATES",
-                **locate(_first_aggregation(term) if _aggregates(term) else term, sql),
+                **_locate(_first_aggregation(term) if _aggregates(term) else term, sql),
             )
     if model:
         heads = {c.position: c for c in model}
@@ -218,7 +218,7 @@ def _aggregated_columns(cte: str, term: exp.Query, sql: str) -> list[_Column]:
             "head aggregate, which has no per-term filter: filter the final query "
             f"(`SELECT ... FROM {cte} WHERE ...`) or the term's rows with WHERE",
             condition="RECSQL_HAVING_IN_RECURSION",
-            **locate(term.args["having"], sql),
+            **_locate(term.args["having"], sql),
         )
     columns = []
     for node in _own_aggregates(term):
@@ -240,7 +240,7 @@ def _aggregated_column(cte: str, term: exp.Select, node: exp.AggFunc, sql: str) 
             f"output column by itself with the expression inside it (e.g. `MIN(p.cost + e.cost)`, "
             "not `MIN(p.cost) + e.cost`)",
             condition="RECSQL_AGGREGATE_NOT_WHOLE_COLUMN",
-            **locate(node, sql),
+            **_locate(node, sql),
         )
     mapping = TERM_AGGREGATES.get(type(node))
     if mapping is None:
@@ -258,7 +258,7 @@ def _unsupported(cte: str, written: str, why: str, node: exp.Expr, sql: str) -> 
         f"`{written}` in a recursive term of CTE `{cte}` cannot be a recursive aggregate: {why} "
         f"(a recursive term may aggregate with {SUPPORTED})",
         condition="RECSQL_UNSUPPORTED_HEAD_AGGREGATE",
-        **locate(node, sql),
+        **_locate(node, sql),
     )
 
 
@@ -294,7 +294,7 @@ def _not_key(cte: str, what: str, node: exp.Expr, sql: str) -> RecSQLAnalysisErr
         f"A recursive term of CTE `{cte}` groups by something other than its key: {what}; "
         f"{GROUP_KEY_RULE}",
         condition="RECSQL_GROUP_BY_NOT_KEY",
-        **locate(node, sql),
+        **_locate(node, sql),
     )
 
 
@@ -313,6 +313,12 @@ def _output_position(entry: exp.Expr, outputs: list[exp.Expr]) -> int | None:
             if isinstance(output, exp.Alias) and output.alias.lower() == entry.name.lower():
                 return k
     return None
+
+
+def _locate(node: exp.Expr, sql: str) -> dict:
+    """Where `node` starts in the text: its first-written part (`edge` of `edge.Dst`)."""
+    placed = [n for n in node.walk() if n.meta.get("start") is not None]
+    return locate(min(placed, key=lambda n: n.meta["start"]) if placed else node, sql)
 
 
 def _normalised(node: exp.Expr) -> str:
@@ -336,7 +342,7 @@ def _head_names(cte: exp.CTE, first: exp.Query, sql: str) -> list[exp.Identifier
                 f"CTE `{cte.alias}` declares {len(names)} column(s) but its recursive term yields "
                 f"{width}; make them agree",
                 condition="RECSQL_HEAD_BRANCH_MISMATCH",
-                **locate(first, sql),
+                **_locate(first, sql),
             )
         return names
     branches, _ = branches_of(cte.this)
@@ -355,6 +361,6 @@ def _head_names(cte: exp.CTE, first: exp.Query, sql: str) -> list[exp.Identifier
             f"it a column list, e.g. `{cte.alias} (dst, cost) AS (...)`, or name every output "
             "column of its first term (`SELECT 1 AS dst, 0 AS cost`)",
             condition="RECSQL_AGGREGATE_NEEDS_COLUMN_NAMES",
-            **locate(cte.args["alias"], sql),
+            **_locate(cte.args["alias"], sql),
         )
     return names
