@@ -1,5 +1,5 @@
--- Count the distinct paths from node 1 to every node of a DAG: count() sums what the branch
--- projects, so each path contributes once.
+-- Count the distinct paths from node 1 to every node of a DAG: a node's count is the sum of its
+-- predecessors' counts, so each path contributes once.
 CREATE TEMP VIEW rc USING csv OPTIONS (path 'data/dag.csv', header 'true', inferSchema 'true');
 
 -- The SUM in the recursive term is the CTE's count() (RaSQL: `paths (X, count() AS Cnt)`).

@@ -1,4 +1,4 @@
--- Single-source shortest paths from node 1: min() in the recursion keeps only the best cost
+-- Single-source shortest paths from node 1: MIN in the recursion keeps only the best cost
 -- per node, so the fixpoint is reached as soon as no cost improves.
 CREATE TEMP VIEW edge USING csv OPTIONS (path 'data/roads.csv', header 'true', inferSchema 'true');
 
