@@ -62,27 +62,27 @@ def test_a_recursive_view_is_a_definition_every_session_reads(spark, edge_table)
 
 @pytest.fixture(scope="module")
 def stored_sp(spark):
-    """`sp` over `views_edge`, made once for the tests that only read it with plain Spark."""
-    spark.sql("DROP TABLE IF EXISTS views_edge")
-    spark.createDataFrame(EDGE, "Src int, Dst int, Cost int").write.saveAsTable("views_edge")
-    recsql.sql("CREATE VIEW sp AS " + SSSP, spark=spark)
+    """`sp_ro` over `views_edge_ro`, made once for the tests that only read it with plain Spark."""
+    spark.sql("DROP TABLE IF EXISTS views_edge_ro")
+    spark.createDataFrame(EDGE, "Src int, Dst int, Cost int").write.saveAsTable("views_edge_ro")
+    recsql.sql("CREATE VIEW sp_ro AS " + SSSP.replace("views_edge", "views_edge_ro"), spark=spark)
     yield
-    spark.sql("DROP VIEW IF EXISTS sp")
-    spark.sql("DROP TABLE IF EXISTS views_edge")
+    spark.sql("DROP VIEW IF EXISTS sp_ro")
+    spark.sql("DROP TABLE IF EXISTS views_edge_ro")
 
 
 @pytest.mark.parametrize("query", [
-    "SELECT * FROM sp",
-    "SELECT count(*) FROM sp",
-    "SELECT 1 FROM sp LIMIT 1",
-    "SELECT Dst FROM sp WHERE Dst = 1",
-    "SELECT Dst FROM sp WHERE Cost IS NULL",
-    "SELECT DISTINCT 1 FROM sp",
-    "SELECT count(Dst) FROM sp",
-    "SELECT max(Cost) FROM sp",
-    "SELECT 1 WHERE EXISTS (SELECT * FROM sp)",
-    "SELECT count(*) FROM range(3) r LEFT JOIN sp ON true",
-    "SELECT * FROM views_edge e JOIN sp ON e.Dst = sp.Dst",
+    "SELECT * FROM sp_ro",
+    "SELECT count(*) FROM sp_ro",
+    "SELECT 1 FROM sp_ro LIMIT 1",
+    "SELECT Dst FROM sp_ro WHERE Dst = 1",
+    "SELECT Dst FROM sp_ro WHERE Cost IS NULL",
+    "SELECT DISTINCT 1 FROM sp_ro",
+    "SELECT count(Dst) FROM sp_ro",
+    "SELECT max(Cost) FROM sp_ro",
+    "SELECT 1 WHERE EXISTS (SELECT * FROM sp_ro)",
+    "SELECT count(*) FROM range(3) r LEFT JOIN sp_ro ON true",
+    "SELECT * FROM views_edge_ro e JOIN sp_ro ON e.Dst = sp_ro.Dst",
 ])
 def test_plain_spark_refuses_to_read_it(spark, stored_sp, query):
     with pytest.raises(Exception, match="RECSQL_RECURSIVE_VIEW.*read it through recsql"):
@@ -90,9 +90,9 @@ def test_plain_spark_refuses_to_read_it(spark, stored_sp, query):
 
 
 @pytest.mark.parametrize("query, expected", [
-    ("SELECT Dst FROM sp WHERE false", []),
-    ("SELECT count(*) FROM sp WHERE false", [(0,)]),
-    ("SELECT * FROM sp LIMIT 0", []),
+    ("SELECT Dst FROM sp_ro WHERE false", []),
+    ("SELECT count(*) FROM sp_ro WHERE false", [(0,)]),
+    ("SELECT * FROM sp_ro LIMIT 0", []),
 ])
 def test_plain_spark_answers_only_what_needs_no_row_of_it(spark, stored_sp, query, expected):
     """Spark's optimizer drops the view from these plans; their answers are still right."""
