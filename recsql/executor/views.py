@@ -35,8 +35,11 @@ VIEW = "recsql.view"
 PART_LENGTH = 4000
 
 
+MARKER = "[RECSQL_RECURSIVE_VIEW]"
+
+
 def message(name: str) -> str:
-    return (f"[RECSQL_RECURSIVE_VIEW] {name} is a recursive view of recsql, which Spark cannot "
+    return (f"{MARKER} {name} is a recursive view of recsql, which Spark cannot "
             "evaluate by itself: read it through recsql (recsql.sql, the recsql command or "
             "recsql serve)")
 
@@ -57,11 +60,19 @@ def stored_view(spark: SparkSession, name: str) -> StoredView | None:
         return None
     qualified = _qualified(table.catalog, table.namespace or [], table.name)
     properties = {r[0]: r[1] for r in spark.sql(f"SHOW TBLPROPERTIES {qualified}").collect()}
-    if PARTS not in properties:
+    if PARTS not in properties or not _stub_body(spark, qualified):
         return None
     text = "".join(properties[f"{PART}{i}"] for i in range(int(properties[PARTS])))
     columns = tuple(spark.table(qualified).columns)
     return StoredView(".".join([*(table.namespace or []), table.name]), text, columns)
+
+
+def _stub_body(spark: SparkSession, qualified: str) -> bool:
+    """Whether the view's Spark body is still recsql's stub: `ALTER VIEW v AS ...` by plain Spark
+    replaces the body and keeps the properties, and then the view is what Spark now holds."""
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {qualified}").collect()
+    text = next((r[1] for r in rows if r[0] == "View Text"), None) or ""
+    return MARKER in text
 
 
 def create_temporary(spark: SparkSession, name: str, schema: StructType, text: str) -> None:

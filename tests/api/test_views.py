@@ -191,3 +191,10 @@ def test_a_view_cannot_keep_parameters(spark, edge_table):
     with pytest.raises(recsql.RecSQLError, match="RECSQL_VIEW_WITH_PARAMETERS"):
         recsql.sql("CREATE VIEW sp AS " + SSSP.replace("SELECT 1, 0", "SELECT :src, 0"),
                    args={"src": 1}, spark=spark)
+
+
+def test_a_view_plain_spark_alters_is_what_spark_now_holds(spark, edge_table):
+    edge_table.append("sp")
+    recsql.sql("CREATE VIEW sp AS " + SSSP, spark=spark)
+    spark.sql("ALTER VIEW sp AS SELECT Src AS Dst, Cost FROM views_edge WHERE Cost > 3")
+    assert rows(recsql.sql("SELECT * FROM sp", spark=spark)) == sorted((s, c) for s, _, c in EDGE if c > 3)
