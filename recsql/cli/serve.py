@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import signal
 import threading
+import time
 
 import click
 
@@ -24,9 +25,21 @@ HELP = """Serve recursive SQL to JDBC/ODBC clients and BI tools over the HiveSer
   recsql serve --add-user analyst --password-file users.txt
   recsql serve --auth password --password-file users.txt --host 0.0.0.0
 
+The catalog lasts, as on Spark's Thrift server: a Hive metastore (embedded Derby, metastore_db/)
+and the warehouse (spark-warehouse/) in the working directory, unless -c gives another
+(spark.hadoop.hive.metastore.uris=thrift://..., or spark.sql.catalogImplementation=in-memory).
+
 Serves until SIGINT or SIGTERM, then cancels running operations and exits 0. docs/server.md
 has the client set-ups.
 """
+
+CATALOG = "spark.sql.catalogImplementation"
+METASTORE_HELP = (
+    "the Hive metastore of recsql serve could not start ({reason}). The embedded one (Derby, "
+    "metastore_db/ in the working directory) serves one process at a time: stop the other server "
+    "or Spark using it, start in another directory, or give a shared metastore with "
+    "-c spark.hadoop.hive.metastore.uris=thrift://HOST:9083 (-c {catalog}=in-memory: a catalog "
+    "that is lost at exit)")
 
 
 @click.command(help=HELP, context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,8 +83,9 @@ def serve(host, port, transport, http_path, auth_mode, password_file, add_user, 
                                    f'pip install "recsql[server]" (missing: {", ".join(missing)})')
     quiet_libraries()
     recsql_conf = {k: v for k, v in conf.items() if k.startswith(PREFIX)}
-    spark = recsql.session(master=master, app_name=name,
-                           **{k: v for k, v in conf.items() if not k.startswith(PREFIX)})
+    spark_conf = {CATALOG: "hive", **{k: v for k, v in conf.items() if not k.startswith(PREFIX)}}
+    spark = recsql.session(master=master, app_name=name, **spark_conf)
+    open_catalog(spark)
     for spec in tables_:  # once on the start session: a bad file fails here, not per client
         df = tables.register(spark, spec)
         click.echo(f"Registered {spec.name}({', '.join(df.columns)}) from {spec.path}", err=True)
@@ -97,6 +111,19 @@ def serve(host, port, transport, http_path, auth_mode, password_file, add_user, 
     finally:
         click.echo("recsql serve: stopping (running operations are cancelled)", err=True)
         server.stop()
+
+
+def open_catalog(spark) -> None:
+    """Start the catalog now (a Hive metastore takes seconds), so the first client does not wait
+    for it and a metastore that cannot start stops the server with the reason."""
+    started = time.monotonic()
+    try:
+        spark.catalog.listDatabases()
+    except Exception as error:  # noqa: BLE001 - Py4J or analysis errors of the metastore client
+        reason = str(error).strip().splitlines()[0][:300] if str(error).strip() else type(error).__name__
+        raise click.ClickException(METASTORE_HELP.format(reason=reason, catalog=CATALOG)) from None
+    kind = spark.conf.get(CATALOG, "in-memory")
+    click.echo(f"recsql serve: {kind} catalog ready in {time.monotonic() - started:.1f} s", err=True)
 
 
 def write_user(user: str, password_file: str | None) -> None:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
-from recsql.executor import bases
+from recsql.executor import bases, views
 from recsql.executor.action import aggregate
 from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
@@ -26,8 +26,11 @@ from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
 from recsql.planner import QueryPlan, ViewStep, cte_binding, plan_query, render_plan
+from recsql.planner.catalog import StoredView
 from recsql.planner.checks import locate_name, table_not_found
+from recsql.planner.locate import locate
 from recsql.planner.names import TableName
+from recsql.planner.views import Expansion, expand_views
 from recsql.settings import Settings
 
 
@@ -63,6 +66,9 @@ class SparkCatalog:
         except AnalysisException:  # no such schema
             return []
 
+    def recursive_view(self, table: TableName) -> StoredView | None:
+        return views.stored_view(self.spark, table.sql)
+
 
 @dataclass
 class Runner:
@@ -78,6 +84,11 @@ class Runner:
     def plan(self, query: exp.Query, sql: str) -> QueryPlan | None:
         with quiet_pyspark_error_logs():
             return plan_query(query, sql, SparkCatalog(self.spark))
+
+    def expand(self, query: exp.Query, sql: str) -> Expansion:
+        """`query` with the recursive views it reads expanded into CTEs."""
+        with quiet_pyspark_error_logs():
+            return expand_views(query, SparkCatalog(self.spark), sql)
 
     def execute(self, plan: QueryPlan) -> Result:
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
@@ -213,18 +224,19 @@ def run_statement(runner: Runner, statement: Statement, passthrough: Callable[[]
     if node is None:
         return Result(df=passthrough(), kind="command")
     if statement.explain:
-        plan = runner.plan(node, statement.text) if isinstance(node, exp.Query) else None
+        plan = runner.plan(runner.expand(node, statement.text).query, statement.text) \
+            if isinstance(node, exp.Query) else None
         if plan is None:
             return Result(df=passthrough(), kind="explain")
         text = runner.explain(plan, statement.explain)
         return Result(df=runner.spark.createDataFrame([(text,)], "plan string"), plan=plan, kind="explain")
     if isinstance(node, exp.Query):
-        plan = runner.plan(node, statement.text)
+        plan = runner.plan(runner.expand(node, statement.text).query, statement.text)
         return runner.execute(plan) if plan else Result(df=passthrough())
     if isinstance(node, exp.Create) and isinstance(node.expression, exp.Query):
         return _create(runner, statement, node, passthrough)
     if isinstance(node, exp.Insert) and isinstance(node.expression, exp.Query):
-        plan = runner.plan(node.expression, statement.text)
+        plan = runner.plan(runner.expand(node.expression, statement.text).query, statement.text)
         if plan is None:
             return Result(df=passthrough(), kind="command")
         target = _target(node)
@@ -241,8 +253,9 @@ def run_statement(runner: Runner, statement: Statement, passthrough: Callable[[]
 
 def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough) -> Result:
     kind = (node.args.get("kind") or "").upper()
-    plan = runner.plan(node.expression, statement.text)
-    name = node.this.this.sql("rasql") if isinstance(node.this, exp.Schema) else node.this.sql("rasql")
+    expansion = runner.expand(node.expression, statement.text)
+    plan = runner.plan(expansion.query, statement.text)
+    name = _target(node).sql("rasql")
     if plan is None:
         try:
             return Result(df=passthrough(), kind="command")
@@ -253,26 +266,18 @@ def _create(runner: Runner, statement: Statement, node: exp.Create, passthrough)
             warnings.warn(f"view {name} refers to temporary objects; registered as a temporary "
                           "view of this session", stacklevel=4)
             df = runner.spark.sql(render(node.expression, escape_braces=False), args=runner.args)
-            _with_columns(df, node).createOrReplaceTempView(name)
+            with _writing(_target(node), statement.text):
+                _with_columns(df, node).createOrReplaceTempView(name)
             return Result(df=_empty(runner.spark), kind="command")
-    result = runner.execute(plan)
     if kind == "VIEW":
-        temporary = any(isinstance(p, exp.TemporaryProperty) for p in _properties(node))
-        if not temporary:
-            warnings.warn(f"view {name} has a recursive body: registered as a temporary view of "
-                          "this session (Spark cannot store it in the catalog)", stacklevel=4)
-        if not node.args.get("replace") and runner.spark.catalog.tableExists(name):
-            raise RecSQLAnalysisError(f"View `{name}` already exists; use CREATE OR REPLACE",
-                                      condition="RECSQL_VIEW_EXISTS", sql=statement.text)
-        with _writing(_target(node), statement.text):
-            _with_columns(result.df, node).createOrReplaceTempView(name)
-    else:
-        writer = result.df.write
-        fmt = _using(node)
-        if fmt:
-            writer = writer.format(fmt)
-        with _writing(_target(node), statement.text):
-            writer.saveAsTable(name, mode="overwrite" if node.args.get("replace") else "errorifexists")
+        return _create_recursive_view(runner, statement, node, plan, expansion)
+    result = runner.execute(plan)
+    writer = result.df.write
+    fmt = _using(node)
+    if fmt:
+        writer = writer.format(fmt)
+    with _writing(_target(node), statement.text):
+        writer.saveAsTable(name, mode="overwrite" if node.args.get("replace") else "errorifexists")
     return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
 
 
@@ -289,6 +294,88 @@ def _writing(target: exp.Table, sql: str):
         yield
     except AnalysisException as error:
         raise from_spark_error(error, sql, at=locate_name(target, sql)) from None
+
+
+def _create_recursive_view(runner: Runner, statement: Statement, node: exp.Create, plan: QueryPlan,
+                           expansion: Expansion) -> Result:
+    """Store a view that needs recsql: its definition, expanded by every statement that reads
+    it, and a Spark view of its columns and types that refuses to be read without recsql. The
+    query runs once here, as Spark analyses a view's body when it is created: that checks it and
+    gives the columns their types."""
+    table = _target(node)
+    name = table.sql("rasql")
+    temporary = any(isinstance(p, exp.TemporaryProperty) for p in _properties(node))
+    replace, if_not_exists = bool(node.args.get("replace")), bool(node.args.get("exists"))
+    _check_storable(runner, statement, name, plan, node)
+    if not temporary:
+        reason = _temporary_reads(runner.spark, expansion)
+        if reason:
+            # Spark refuses a permanent view over temporary objects; RaDlog kept it per session.
+            warnings.warn(f"view {name} refers to temporary {reason}; registered as a temporary "
+                          "view of this session", stacklevel=4)
+            temporary = True
+    existing = _existing(runner.spark, name, temporary)
+    if existing and if_not_exists:
+        return Result(df=_empty(runner.spark), plan=plan, kind="command")
+    if existing and not replace:
+        raise RecSQLAnalysisError(
+            f"Cannot create view `{name}` because it already exists; choose a different name, "
+            "drop or replace the existing view (CREATE OR REPLACE), or add IF NOT EXISTS",
+            condition="TABLE_OR_VIEW_ALREADY_EXISTS", **locate(table, statement.text))
+    result = runner.execute(plan)
+    schema = _with_columns(result.df, node).schema
+    text = node.expression.sql("rasql")
+    if temporary:
+        views.create_temporary(runner.spark, name, schema, text)
+    else:
+        create = views.create_statement(table, schema, text, replace=replace, if_not_exists=if_not_exists)
+        try:
+            with quiet_pyspark_error_logs():
+                runner.spark.sql(create)
+        except AnalysisException as error:
+            raise from_spark_error(error, statement.text) from None
+    return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
+
+
+def _check_storable(runner: Runner, statement: Statement, name: str, plan: QueryPlan,
+                    node: exp.Create) -> None:
+    """A view keeps text: parameters bound for this one statement cannot be kept with it."""
+    bound = sorted(plan.parameters) or sorted(runner.frames)
+    if bound:
+        raise RecSQLAnalysisError(
+            f"View `{name}` cannot keep the parameter(s) {', '.join(bound)} bound for this "
+            "statement (Spark refuses parameters in views too); write the values into its text "
+            "or create a table instead",
+            condition="RECSQL_VIEW_WITH_PARAMETERS", **locate(node.expression, statement.text))
+
+
+def _temporary_reads(spark: SparkSession, expansion: Expansion) -> str | None:
+    """What temporary object the expanded view body reads, if any (`view x`), else None."""
+    for view in expansion.views:
+        if view.temporary:
+            return f"view {view.name}"
+    local = {c.alias.lower() for c in expansion.query.find_all(exp.CTE)}
+    for table in expansion.query.find_all(exp.Table):
+        if not isinstance(table.this, exp.Identifier) or table.args.get("db") \
+                or table.name.lower() in local:
+            continue
+        try:
+            if spark.catalog.getTable(table.name).isTemporary:
+                return f"view {table.name}"
+        except AnalysisException:
+            continue
+    return None
+
+
+def _existing(spark: SparkSession, name: str, temporary: bool) -> bool:
+    """Whether creating view `name` meets an object of its kind: a temporary view for a
+    temporary one, anything in the catalog for a permanent one."""
+    try:
+        with quiet_pyspark_error_logs():
+            found = spark.catalog.getTable(name)
+    except AnalysisException:
+        return False
+    return bool(found.isTemporary) if temporary else not found.isTemporary
 
 
 def _with_columns(df: DataFrame, node: exp.Create) -> DataFrame:

@@ -441,7 +441,7 @@ def test_views_and_tables_from_recursive_queries(session_spark, tmp_path, edges)
         session_spark.sql("DROP TABLE IF EXISTS recsql_cli_paths")
         session_spark.catalog.dropTempView("reach_v")
     assert result.stdout == "8\t16\n4\n"
-    assert "WARNING: view reach_v has a recursive body" in result.stderr
+    assert "WARNING: view reach_v refers to temporary view g" in result.stderr
 
 
 def test_plot_flag(session_spark, tmp_path, edges):
