@@ -282,12 +282,22 @@ def static_rows(operation: Operation, specs: list[ColumnSpec], rows: list[tuple]
     operation.rows = iter(rows)
 
 
+# Spark's Thrift server's setting, with its meaning: stream a result a partition at a time
+# instead of collecting it whole before the first fetch
+INCREMENTAL_COLLECT = "spark.sql.thriftServer.incrementalCollect"
+
+
 def frame_rows(operation: Operation, df) -> None:
-    """Give `operation` a DataFrame's whole result, collected as Arrow (one Spark job, as Spark's
-    own Thrift server collects a result before its first fetch), so runtime errors surface as
-    the operation's error. Measured against `toLocalIterator` (benchmarks/SERVER.md): a million
-    rows of three columns arrive in 0.6 s instead of 9 s, the first of them in 0.6 s instead of
-    5 s; the driver holds the result, as Arrow, until the operation closes."""
+    """Give `operation` a DataFrame's result; it is read here, so runtime errors surface as the
+    operation's error.
+
+    By default the whole result is collected as Arrow (one Spark job, as Spark's own Thrift
+    server collects a result before its first fetch) and the driver holds it until the
+    operation closes; Spark's `spark.driver.maxResultSize` bounds it. Measured against streaming
+    with `toLocalIterator` (benchmarks/SERVER.md): a million rows of three columns reach the
+    server in 0.6 s instead of 9 s, the first of them in 0.6 s instead of 5 s. With
+    `spark.sql.thriftServer.incrementalCollect=true` (Spark's server's setting) the result
+    streams partition by partition instead, for results the driver cannot hold."""
     specs = rowsets.specs_of(df.schema)
     operation.specs = specs
     if not specs:
@@ -295,4 +305,15 @@ def frame_rows(operation: Operation, df) -> None:
         return
     wire = rowsets.wire_frame(df, specs)
     operation.check_live()
-    operation.table = wire.toArrow()
+    incremental = operation.session.spark.conf.get(INCREMENTAL_COLLECT, "false")
+    if str(incremental).strip().lower() != "true":
+        operation.table = wire.toArrow()
+        return
+
+    def stream() -> Iterator[tuple]:
+        return (tuple(row) for row in wire.toLocalIterator(prefetchPartitions=True))
+
+    rows = stream()
+    first = next(rows, None)
+    operation.rows = rows if first is None else itertools.chain([first], rows)
+    operation.restart = stream
