@@ -1,78 +1,178 @@
-"""`recsql serve` overheads: time to first row of a trivial query over the server (PyHive, binary
-without SASL) against `recsql.sql` in-process, and the fetch throughput of 1,000,000 rows.
+"""`recsql serve` beside Spark's own Thrift server, in one sitting, with the same PyHive client:
+the round trip of `SELECT 1`, and 1,000,000 rows of three columns fetched in batches (time to
+the first batch, rows per second).
 
     python -m benchmarks.server --runs 5 --out benchmarks/SERVER.md
 
-Runs interleaved after a warm-up; medians with min-max. The machine and load go beside the
-figures. Not a test: timings on a shared 2-core machine vary.
+Both servers run as their own processes on 127.0.0.1 (random free ports), each Spark on
+`local[2]` with a 2 GB driver, binary transport without SASL:
+
+- recsql: `python -m recsql.cli serve --port N --master local[2]`;
+- Spark: `spark-submit --class org.apache.spark.sql.hive.thriftserver.HiveThriftServer2 ...
+  spark-internal` from the pyspark wheel (SPARK_HOME = pyspark's directory), in a temporary
+  working directory of its own (its metastore_db and warehouse).
+
+After a warm-up, the runs alternate between the servers (which goes first alternates too), so
+both see the same load; medians with min-max. Not a test: timings on a shared machine vary.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
+import signal
+import socket
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 ROWS = 1_000_000
-TRIVIAL = "SELECT 1 AS one"
+TRIVIAL = "SELECT 1"
 WIDE = f"SELECT id, id * 2 AS twice, CAST(id AS STRING) AS s FROM range({ROWS})"
+ROOT = Path(__file__).resolve().parent.parent
+SPARK_CONF = ["spark.ui.enabled=false", "spark.ui.showConsoleProgress=false",
+              "spark.driver.memory=2g"]
 
 
-def spark_session():
-    from pyspark.sql import SparkSession
-
-    spark = (SparkSession.builder.master("local[2]").appName("recsql-bench-server")
-             .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
-             .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "2g")
-             .getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
-def first_row_in_process(spark) -> float:
-    import recsql
+def wait_for_port(port: int, process: subprocess.Popen, log: Path, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}: see {log}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"no server on port {port} after {seconds} s: see {log}")
 
-    started = time.perf_counter()
-    assert recsql.sql(TRIVIAL, spark=spark).first()[0] == 1
-    return time.perf_counter() - started
+
+@contextlib.contextmanager
+def started(command: list[str], cwd: Path, port: int, env: dict[str, str]) -> Iterator[None]:
+    """Run a server process in its own process group; stop that group on the way out."""
+    log = cwd / "server.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    try:
+        wait_for_port(port, process, log)
+        yield
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
 
 
-def first_row_over_server(cursor) -> float:
-    started = time.perf_counter()
+def recsql_command(port: int) -> list[str]:
+    conf = [arg for setting in SPARK_CONF for arg in ("-c", setting)]
+    return [sys.executable, "-c", "from recsql.cli import main; main()", "serve",
+            "--port", str(port), "--master", "local[2]", *conf]
+
+
+def spark_command(port: int, workdir: Path) -> list[str]:
+    import pyspark
+
+    spark_home = Path(pyspark.__file__).parent
+    conf = [arg for setting in SPARK_CONF if not setting.startswith("spark.driver.memory")
+            for arg in ("--conf", setting)]
+    return [str(spark_home / "bin" / "spark-submit"), "--master", "local[2]",
+            "--driver-memory", "2g", *conf,
+            "--conf", f"spark.sql.warehouse.dir={workdir / 'warehouse'}",
+            "--class", "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+            "--hiveconf", f"hive.server2.thrift.port={port}",
+            "--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1",
+            "--hiveconf", "hive.server2.authentication=NOSASL",
+            "spark-internal"]
+
+
+def round_trip(cursor) -> float:
+    started_at = time.perf_counter()
     cursor.execute(TRIVIAL)
-    assert cursor.fetchone() == (1,)
-    return time.perf_counter() - started
+    assert cursor.fetchall() == [(1,)]
+    return time.perf_counter() - started_at
 
 
-def fetch_over_server(cursor, batch: int) -> float:
+def fetch(cursor, batch: int) -> tuple[float, float]:
+    """(seconds to the first batch, seconds to the last row) of WIDE fetched in batches."""
     cursor.arraysize = batch
-    started = time.perf_counter()
+    started_at = time.perf_counter()
     cursor.execute(WIDE)
-    count = 0
+    rows = cursor.fetchmany(batch)
+    first = time.perf_counter() - started_at
+    count, last = len(rows), rows[-1]
     while rows := cursor.fetchmany(batch):
         count += len(rows)
-    assert count == ROWS
-    return time.perf_counter() - started
+        last = rows[-1]
+    total = time.perf_counter() - started_at
+    assert count == ROWS and last == (ROWS - 1, 2 * (ROWS - 1), str(ROWS - 1)), (count, last)
+    return first, total
 
 
-def fetch_in_process(spark) -> float:
-    import recsql
+def client_floor(batch: int) -> float:
+    """Seconds PyHive's own work takes for all of WIDE's batches, with no server: each response
+    (column-based, no nulls, as both servers send it) decoded from memory by the generated
+    Thrift code, then PyHive's unwrapping of its columns (`_fetch_more`'s work). No server can
+    deliver the rows to this client faster."""
+    from pyhive import hive
+    from TCLIService import ttypes
+    from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+    from thrift.transport import TTransport
 
-    started = time.perf_counter()
-    count = sum(1 for _ in recsql.sql(WIDE, spark=spark).toLocalIterator(prefetchPartitions=True))
-    assert count == ROWS
-    return time.perf_counter() - started
+    types = ["BIGINT_TYPE", "BIGINT_TYPE", "STRING_TYPE"]
+    seconds = 0.0
+    for start in range(0, ROWS, batch):
+        ids = list(range(start, min(start + batch, ROWS)))
+        columns = [ttypes.TColumn(i64Val=ttypes.TI64Column(values=ids, nulls=b"")),
+                   ttypes.TColumn(i64Val=ttypes.TI64Column(values=[2 * i for i in ids], nulls=b"")),
+                   ttypes.TColumn(stringVal=ttypes.TStringColumn(values=[str(i) for i in ids],
+                                                                 nulls=b""))]
+        out = TTransport.TMemoryBuffer()
+        ttypes.TFetchResultsResp(status=ttypes.TStatus(statusCode=0), hasMoreRows=True,
+                                 results=ttypes.TRowSet(startRowOffset=start, rows=[],
+                                                        columns=columns)
+                                 ).write(TBinaryProtocol(out))
+        data = out.getvalue()
+        started_at = time.perf_counter()
+        response = ttypes.TFetchResultsResp()
+        response.read(TBinaryProtocol(TTransport.TMemoryBuffer(data)))
+        unwrapped = [hive._unwrap_column(col, kind)
+                     for col, kind in zip(response.results.columns, types)]
+        rows = list(zip(*unwrapped))
+        seconds += time.perf_counter() - started_at
+        assert rows[-1] == (ids[-1], 2 * ids[-1], str(ids[-1]))
+    return seconds
 
 
-def summary(values: list[float]) -> str:
-    return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
+def summary(values: list[float], digits: int = 3) -> str:
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def commit() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                           capture_output=True, text=True).stdout.strip()
+    return head + (" with uncommitted changes" if dirty else "")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=5, help="timed fetches per server")
+    parser.add_argument("--trivial", type=int, default=10, help="SELECT 1 round trips per run")
     parser.add_argument("--batch", type=int, default=10_000, help="client fetch size")
     parser.add_argument("--out", default="benchmarks/SERVER.md")
     args = parser.parse_args()
@@ -81,57 +181,80 @@ def main() -> None:
     import pyspark
     from pyhive import hive
 
-    import recsql
-
-    spark = spark_session()
     load_before = os.getloadavg()
-    with recsql.serve(spark=spark, port=0) as server:
-        connection = hive.Connection(host="127.0.0.1", port=server.port, auth="NOSASL")
-        cursor = connection.cursor()
-        first_row_in_process(spark), first_row_over_server(cursor)  # warm-up
-        fetch_in_process(spark), fetch_over_server(cursor, args.batch)
-        local, remote, local_fetch, remote_fetch = [], [], [], []
-        for run in range(args.runs):
-            pairs = [(local, lambda: first_row_in_process(spark)),
-                     (remote, lambda: first_row_over_server(cursor))]
-            for target, measure in pairs if run % 2 == 0 else reversed(pairs):
-                target.append(measure())
-        for run in range(args.runs):
-            pairs = [(local_fetch, lambda: fetch_in_process(spark)),
-                     (remote_fetch, lambda: fetch_over_server(cursor, args.batch))]
-            for target, measure in pairs if run % 2 == 0 else reversed(pairs):
-                target.append(measure())
-        started = time.perf_counter()
-        hive.Connection(host="127.0.0.1", port=server.port, auth="NOSASL").close()
-        connect_seconds = time.perf_counter() - started
-        connection.close()
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    results: dict[str, dict[str, list[float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="recsql-bench-server-") as tmp:
+        ports = {"recsql serve": free_port(), "Spark's Thrift server": free_port()}
+        dirs = {name: Path(tmp) / str(i) for i, name in enumerate(ports)}
+        for path in dirs.values():
+            path.mkdir()
+        spark_env = dict(env, SPARK_HOME=str(Path(pyspark.__file__).parent))
+        recsql_port, spark_port = ports.values()
+        with started(recsql_command(recsql_port), dirs["recsql serve"], recsql_port, env), \
+                started(spark_command(spark_port, dirs["Spark's Thrift server"]),
+                        dirs["Spark's Thrift server"], spark_port, spark_env):
+            connections = {name: hive.Connection(host="127.0.0.1", port=port, auth="NOSASL")
+                           for name, port in ports.items()}
+            cursors = {name: connection.cursor() for name, connection in connections.items()}
+            for cursor in cursors.values():  # warm-up
+                for _ in range(3):
+                    round_trip(cursor)
+                fetch(cursor, args.batch)
+            results = {name: {"trivial": [], "first": [], "total": []} for name in cursors}
+            order = list(cursors)
+            for run in range(args.runs):
+                for name in order if run % 2 == 0 else reversed(order):
+                    cursor = cursors[name]
+                    results[name]["trivial"] += [round_trip(cursor) for _ in range(args.trivial)]
+                    first, total = fetch(cursor, args.batch)
+                    results[name]["first"].append(first)
+                    results[name]["total"].append(total)
+            for connection in connections.values():
+                connection.close()
+    floor = [client_floor(args.batch) for _ in range(3)]
     load_after = os.getloadavg()
-    spark.stop()
+    write(args, results, floor, load_before, load_after, pyhive, pyspark)
 
-    rate = [ROWS / s for s in remote_fetch]
-    local_rate = [ROWS / s for s in local_fetch]
-    text = f"""# `recsql serve`: time to first row and fetch throughput
 
-- command: `python -m benchmarks.server --runs {args.runs} --batch {args.batch} --out {args.out}`
-- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()},
-  pyspark {pyspark.__version__}, PyHive {getattr(pyhive, '__version__', '0.7')}, Spark `local[2]`
+def write(args, results, floor, load_before, load_after, pyhive, pyspark) -> None:
+    ours, theirs = results["recsql serve"], results["Spark's Thrift server"]
+    rate: Callable[[dict], list[float]] = lambda r: [ROWS / s for s in r["total"]]  # noqa: E731
+    med = statistics.median
+
+    def row(label: str, key: str, digits: int = 3) -> str:
+        ratio = med(ours[key]) / med(theirs[key])
+        return f"| {label} | {summary(ours[key], digits)} | {summary(theirs[key], digits)} | {ratio:.2f}x |"
+
+    rows_ratio = med(rate(ours)) / med(rate(theirs))
+    command = (f"python -m benchmarks.server --runs {args.runs} --trivial {args.trivial} "
+               f"--batch {args.batch} --out {args.out}")
+    text = f"""# `recsql serve` beside Spark's Thrift server: round trip, first batch, fetch throughput
+
+- command: `{command}`
+- commit: {commit()}
+- machine: {platform.machine()}, {os.cpu_count()} cores (shared with other engineers' Spark
+  runs), Python {platform.python_version()}, pyspark {pyspark.__version__}, PyHive
+  {getattr(pyhive, '__version__', '0.7')}; both servers `local[2]`, 2 GB driver, binary
+  transport without SASL, on 127.0.0.1; the same PyHive client in one process
 - load average before / after: {' / '.join(f'{x:.2f}' for x in load_before)} /
   {' / '.join(f'{x:.2f}' for x in load_after)}
-- {args.runs} runs each after a warm-up, interleaved (order alternating); median (min-max)
+- after a warm-up, {args.runs} runs alternating between the servers (which one goes first
+  alternates); each run: {args.trivial} `{TRIVIAL}` round trips, then one fetch of
+  `{WIDE}` (bigint, bigint, string) with `fetchmany({args.batch})` until empty. Median (min-max).
 
-| | in-process (`recsql.sql`) | over the server (PyHive, binary, no SASL) |
-|---|--:|--:|
-| time to first row of `{TRIVIAL}`, s | {summary(local)} | {summary(remote)} |
-| {ROWS:,} rows (bigint, bigint, string), s | {summary(local_fetch)} | {summary(remote_fetch)} |
-| rows/s | {statistics.median(local_rate):,.0f} | {statistics.median(rate):,.0f} |
+| | recsql serve | Spark's Thrift server | recsql / Spark |
+|---|--:|--:|--:|
+{row(f"`{TRIVIAL}` round trip (execute + fetchall), s", "trivial", 4)}
+{row(f"first batch of {args.batch:,} rows (execute + fetchmany), s", "first")}
+{row(f"all {ROWS:,} rows, s", "total")}
+| rows/s | {med(rate(ours)):,.0f} | {med(rate(theirs)):,.0f} | {rows_ratio:.2f}x |
 
-- in-process: `recsql.sql(...).first()` and `sum(1 for _ in df.toLocalIterator())`; over the
-  server: `cursor.execute` then `fetchone()`, and `fetchmany({args.batch})` until empty (each a
-  `FetchResults` of {args.batch} rows in the column-based row set).
-- opening a connection and session (`hive.Connection`, NOSASL, incl. `USE default`):
-  {connect_seconds:.3f} s.
-- The server encodes with Thrift's pure-Python binary protocol (PyHive's generated TCLIService
-  modules predate the C accelerator's spec format); the client decodes with it too.
+- the client's own share, without a server: PyHive decoding the {ROWS // args.batch} responses
+  from memory (the generated Thrift code, pure Python) and unwrapping their columns takes
+  {summary(floor)} s (3 times, after the servers stopped), so no server can deliver these rows
+  to this client faster than {ROWS / med(floor):,.0f} rows/s.
 """
     with open(args.out, "w") as stream:
         stream.write(text)

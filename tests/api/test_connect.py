@@ -136,3 +136,27 @@ def test_state_partitions_over_connect_are_capped_at_one_per_task_slot(connect):
     assert sorted(r[0] for r in result.df.collect()) == list(range(13))
     assert {s.ran_on for s in result.stats} == {"spark"}
     assert last < 2  # 13 keys hashed over 200 (or 4) partitions would reach beyond partition 1
+
+
+def test_recsql_serve_over_connect_sends_every_type_and_its_nulls(connect):
+    """`recsql serve` on a Connect session: a result collected as Arrow through Connect, more
+    than one fetch of PyHive's, nulls in every other row; the values are the hand-written ones."""
+    from pyhive import hive
+
+    from tests.server.test_results import COLUMNS, TYPED_ROW
+
+    rows = 2_500
+    select = ", ".join(f"IF(id % 2 = 1, NULL, {expr}) AS {name}" for expr, name, _ in COLUMNS)
+    with recsql.serve(spark=connect, port=0) as server:
+        connection = hive.Connection(host="127.0.0.1", port=server.port, auth="NOSASL")
+        try:
+            cur = connection.cursor()
+            cur.arraysize = 1_000
+            cur.execute("SET spark.sql.session.timeZone=UTC")
+            cur.execute(f"SELECT id, {select} FROM range({rows}) ORDER BY id")
+            got = cur.fetchall()
+        finally:
+            connection.close()
+    nulls = (None,) * len(TYPED_ROW)
+    assert [row[0] for row in got] == list(range(rows))
+    assert all(row[1:] == (nulls if row[0] % 2 else TYPED_ROW) for row in got)
