@@ -35,6 +35,7 @@ from recsql.planner.model import (
 )
 from recsql.planner.scc import strongly_connected
 from recsql.planner.scoping import hoist_nested_withs
+from recsql.planner.search_cycle import rewrite_search_cycle
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -64,6 +65,7 @@ class CTEDef:
 
 def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None:
     """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is."""
+    query = rewrite_search_cycle(query, sql, lambda cte: _columns_of(cte, sql, catalog))
     query = hoist_nested_withs(query)
     with_ = query.args.get("with_")
     if not isinstance(with_, exp.With):
@@ -99,6 +101,14 @@ def _analyse(with_: exp.With) -> tuple[dict[str, CTEDef], dict[str, set[str]], l
     return defs, deps, strongly_connected(list(defs), deps)
 
 
+def _columns_of(cte: exp.CTE, sql: str, catalog: Catalog) -> list[str]:
+    """A CTE's column names as the planner sees them (for the SEARCH/CYCLE rewrite)."""
+    with_ = cte.parent
+    defs = _cte_defs(with_) if isinstance(with_, exp.With) else {}
+    planner = _Planner(sql, catalog, {**defs, cte.alias.lower(): _cte_def(cte)}, {})
+    return [c.name for c in planner.head_of(cte.alias.lower())]
+
+
 def _limit_ends_recursion(targets: dict[str, int], steps: list[Step]) -> None:
     """A LIMIT Spark pushes into a UNION ALL recursion (see `limits`) ends it once that many
     rows exist; a UNION or aggregate recursion runs to its fixpoint."""
@@ -117,18 +127,22 @@ def _step_queries(step: Step) -> list[exp.Expr]:
 def _cte_defs(with_: exp.With) -> dict[str, CTEDef]:
     defs: dict[str, CTEDef] = {}
     for cte in with_.expressions:
-        name = cte.alias
         alias = cte.args.get("alias")
-        columns = list(alias.columns) if alias is not None and alias.columns else None
-        d = CTEDef(name=name, node=cte, body=cte.this, column_list=columns)
+        d = _cte_def(cte)
         if d.key in defs:
             raise RecSQLAnalysisError(
-                f"CTE `{name}` is defined twice in one WITH clause; rename one of them",
+                f"CTE `{d.name}` is defined twice in one WITH clause; rename one of them",
                 condition="RECSQL_DUPLICATE_CTE",
                 **locate(alias.this if alias else cte),
             )
         defs[d.key] = d
     return defs
+
+
+def _cte_def(cte: exp.CTE) -> CTEDef:
+    alias = cte.args.get("alias")
+    columns = list(alias.columns) if alias is not None and alias.columns else None
+    return CTEDef(name=cte.alias, node=cte, body=cte.this, column_list=columns)
 
 
 def _references(node: exp.Expr, defs: dict[str, CTEDef]) -> set[str]:
