@@ -149,7 +149,9 @@ def _literal_type(value: exp.Expr) -> str | None:
     if isinstance(value, exp.Boolean):
         return "boolean"
     if isinstance(value, exp.Literal):
-        return "string" if value.is_string else "numeric"
+        if value.is_string:
+            return "string"
+        return "integer" if value.name.isdigit() else "numeric"
     if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
         return _literal_type(value.this)
     return None  # an expression: Spark types it, and reports a mismatch itself
@@ -197,7 +199,7 @@ def _terms(cte: exp.CTE, sql: str) -> tuple[exp.Query, exp.Select]:
     if not isinstance(left, (exp.Select, exp.Values)) or left.args.get("with_"):
         raise _error("with a SEARCH or CYCLE clause, the left side of the UNION must be a SELECT",
                      left, sql)
-    if not isinstance(right, exp.Select) or right.args.get("with_"):
+    if not isinstance(right, exp.Select):
         raise _error("with a SEARCH or CYCLE clause, the right side of the UNION must be a SELECT",
                      right, sql)
     return left, right
