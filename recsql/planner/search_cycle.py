@@ -63,7 +63,7 @@ class _Clauses:
         """(v, d): the mark of a row that closes a cycle, and of the others."""
         assert self.cycle is not None
         to, default = self.cycle.args.get("to"), self.cycle.args.get("default")
-        if to is None:
+        if to is None or default is None:
             return exp.true(), exp.false()
         return to, default
 
@@ -159,7 +159,7 @@ def _literal_type(value: exp.Expr) -> str | None:
 
 def _check_mark_values(cycle: CycleClause, sql: str) -> None:
     to, default = cycle.args.get("to"), cycle.args.get("default")
-    if to is None:
+    if to is None or default is None:
         return
     types = _literal_type(to), _literal_type(default)
     if None not in types and types[0] != types[1]:
@@ -188,7 +188,7 @@ def _unwrap(query: exp.Expr) -> exp.Expr:
     return query
 
 
-def _terms(cte: exp.CTE, sql: str) -> tuple[exp.Query, exp.Select]:
+def _terms(cte: exp.CTE, sql: str) -> tuple[exp.Expr, exp.Select]:
     """(anchor, recursive term) of `anchor UNION [ALL] recursive`, as PostgreSQL requires."""
     body = cte.this
     clause = cte.args.get("search") or cte.args.get("cycle")
@@ -246,7 +246,7 @@ def _wrapped(query: exp.Expr, names: list[str]) -> exp.Subquery:
     )
 
 
-def _anchor(clauses: _Clauses, anchor: exp.Query) -> exp.Select:
+def _anchor(clauses: _Clauses, anchor: exp.Expr) -> exp.Select:
     extras: list[exp.Expr] = []
     search, cycle = clauses.search, clauses.cycle
     if search:
