@@ -201,6 +201,16 @@ ANSWERED_NEWER.update({
                               "FROM t1 WHERE n < 5), 0)) SELECT * FROM t1 LIMIT 8",
 })
 
+# PostgreSQL's with.sql (which PostgreSQL refuses): EXCEPT inside a UNION ALL recursive term;
+# each step reads the previous step's rows, so Spark evaluates it
+ANSWERED_NEWER.update({
+    "except_in_union_all_term": "WITH RECURSIVE foo(i) AS (VALUES (1) UNION ALL (SELECT i + 1 FROM foo "
+                                "WHERE i < 10 EXCEPT SELECT i + 1 FROM foo WHERE i < 5)) SELECT * FROM foo",
+    "except_all_in_union_all_term": "WITH RECURSIVE foo(i) AS (SELECT 1 UNION ALL (SELECT i + 1 FROM foo "
+                                    "WHERE i < 10 EXCEPT ALL SELECT i + 1 FROM foo WHERE i = 3)) "
+                                    "SELECT * FROM foo",
+})
+
 REFUSED_BY_SPARK = {
     "intersect": "WITH RECURSIVE r(level) AS (VALUES (0) INTERSECT SELECT level + 1 FROM r WHERE level < 10) "
                  "SELECT * FROM r",
