@@ -72,7 +72,8 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None
         return None
     defs, deps, components = _analyse(with_)
     alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
-    query, targets = split_limited_reads(query, alone)
+    groups = {key: set(c) for c in components if len(c) > 1 for key in c}
+    query, targets = split_limited_reads(query, alone, groups)
     if targets:
         defs, deps, components = _analyse(query.args["with_"])
     recursive = [c for c in components if len(c) > 1 or c[0] in deps[c[0]]]
@@ -111,11 +112,15 @@ def _columns_of(cte: exp.CTE, sql: str, catalog: Catalog) -> list[str]:
 
 def _limit_ends_recursion(targets: dict[str, int], steps: list[Step]) -> None:
     """A LIMIT Spark pushes into a UNION ALL recursion (see `limits`) ends it once that many
-    rows exist; a UNION or aggregate recursion runs to its fixpoint."""
+    rows exist; a UNION or aggregate recursion runs to its fixpoint. In a mutually recursive
+    group of UNION ALL CTEs, the one limited CTE's rows count."""
     for step in steps:
-        if isinstance(step, GroupStep) and len(step.ctes) == 1 and step.ctes[0].bag \
-                and step.ctes[0].key in targets:
-            step.row_target = targets[step.ctes[0].key]
+        if not isinstance(step, GroupStep) or not all(c.bag for c in step.ctes):
+            continue
+        limited = [c.key for c in step.ctes if c.key in targets]
+        if len(limited) == 1:
+            step.row_target = targets[limited[0]]
+            step.row_target_cte = limited[0]
 
 
 def _step_queries(step: Step) -> list[exp.Expr]:
