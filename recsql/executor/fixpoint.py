@@ -184,8 +184,8 @@ class GroupRun:
 
     def enough_rows(self) -> bool:
         """The final query's LIMIT is met (see planner `_limit_ends_recursion`)."""
-        target = self.group.row_target
-        return target is not None and sum(s.total_rows for s in self.states.values()) >= target
+        target, key = self.group.row_target, self.group.row_target_cte
+        return target is not None and key is not None and self.states[key].total_rows >= target
 
     def check_spark_limits(self, iteration: int) -> None:
         for cte in self.group.ctes:

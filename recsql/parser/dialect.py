@@ -5,7 +5,10 @@ Two additions to Spark's grammar:
 * a CTE head column may be an aggregate, `min() AS Cost`, `mmin AS Cost`, `count() Cnt`
   (parsed into `AggregateColumn`);
 * the RaSQL body form `AS (SELECT ...) UNION (SELECT ...)`: branches chained after the
-  parenthesised first branch, with no outer parentheses.
+  parenthesised first branch, with no outer parentheses;
+* the SQL-standard `SEARCH` and `CYCLE` clauses after a CTE (PostgreSQL's grammar), kept on the
+  CTE as `SearchClause` / `CycleClause` args for the planner to rewrite (sqlglot's own parse
+  keeps one column of one clause per WITH, not per CTE).
 
 Importing this module registers the dialect, so `sqlglot.parse_one(q, read="rasql")` works.
 """
@@ -34,6 +37,18 @@ class AggregateColumn(exp.Expression):
     @property
     def func(self) -> str:
         return self.args["func"]
+
+
+class SearchClause(exp.Expression):
+    """`SEARCH {BREADTH|DEPTH} FIRST BY cols SET this` after a CTE."""
+
+    arg_types = {"this": True, "kind": True, "expressions": True}
+
+
+class CycleClause(exp.Expression):
+    """`CYCLE cols SET this [TO to DEFAULT default] USING using` after a CTE."""
+
+    arg_types = {"this": True, "expressions": True, "to": False, "default": False, "using": True}
 
 
 # Tokens after which a bare `From` is a column name, not the FROM clause (`SELECT From, To`).
@@ -80,7 +95,46 @@ class RaSQLParser(SparkParser):
             # RaSQL form: `(base) UNION (recursive)` continues after the first parenthesis.
             cte.set("this", self._parse_set_operations(cte.this))
             cte.meta["rasql_form"] = True
+        if isinstance(cte, exp.CTE):
+            self._parse_search_cycle(cte)
         return cte
+
+    def _parse_search_cycle(self, cte: exp.CTE) -> None:
+        """PostgreSQL's `SEARCH ... SET seq` and `CYCLE ... USING path` after a CTE's body."""
+        if self._match_text_seq("SEARCH"):
+            start = self._prev
+            kind = self._match_texts(("BREADTH", "DEPTH")) and self._prev.text.upper()
+            if not kind or not self._match_text_seq("FIRST", "BY"):
+                self.raise_error("Expected BREADTH FIRST BY or DEPTH FIRST BY after SEARCH")
+                return
+            columns = self._parse_csv(self._parse_id_var)
+            if not self._match_text_seq("SET"):
+                self.raise_error("Expected SET and the sequence column's name in the SEARCH clause")
+                return
+            search = SearchClause(this=self._parse_id_var(), kind=kind, expressions=columns)
+            search.meta.update(line=start.line, col=start.col, start=start.start, end=start.end)
+            cte.set("search", search)
+        if self._match_text_seq("CYCLE"):
+            start = self._prev
+            columns = self._parse_csv(self._parse_id_var)
+            if not self._match_text_seq("SET"):
+                self.raise_error("Expected SET and the cycle mark column's name in the CYCLE clause")
+                return
+            mark = self._parse_id_var()
+            to = default = None
+            if self._match_text_seq("TO"):
+                to = self._parse_bitwise()
+                if not self._match(TokenType.DEFAULT):
+                    self.raise_error("Expected DEFAULT after the CYCLE clause's TO value")
+                    return
+                default = self._parse_bitwise()
+            if not self._match_text_seq("USING"):
+                self.raise_error("Expected USING and the path column's name in the CYCLE clause")
+                return
+            cycle = CycleClause(this=mark, expressions=columns, to=to, default=default,
+                                using=self._parse_id_var())
+            cycle.meta.update(line=start.line, col=start.col, start=start.start, end=start.end)
+            cte.set("cycle", cycle)
 
     def _take_max_recursion_level(self) -> int | None:
         """Spark's `name [(columns)] MAX RECURSION LEVEL n AS (...)`: the clause's tokens are taken
@@ -132,8 +186,31 @@ def _aggregate_column_sql(generator: SparkGenerator, expression: AggregateColumn
     return f"{expression.func}() AS {generator.sql(expression, 'this')}"
 
 
+def _search_clause_sql(generator: SparkGenerator, expression: SearchClause) -> str:
+    columns = generator.expressions(expression, flat=True)
+    return f"SEARCH {expression.args['kind']} FIRST BY {columns} SET {generator.sql(expression, 'this')}"
+
+
+def _cycle_clause_sql(generator: SparkGenerator, expression: CycleClause) -> str:
+    columns = generator.expressions(expression, flat=True)
+    values = ""
+    if expression.args.get("to") is not None:
+        values = f" TO {generator.sql(expression, 'to')} DEFAULT {generator.sql(expression, 'default')}"
+    return (f"CYCLE {columns} SET {generator.sql(expression, 'this')}{values} "
+            f"USING {generator.sql(expression, 'using')}")
+
+
 class RaSQLGenerator(SparkGenerator):
-    TRANSFORMS = {**SparkGenerator.TRANSFORMS, AggregateColumn: _aggregate_column_sql}
+    TRANSFORMS = {
+        **SparkGenerator.TRANSFORMS,
+        AggregateColumn: _aggregate_column_sql,
+        SearchClause: _search_clause_sql,
+        CycleClause: _cycle_clause_sql,
+    }
+
+    def cte_sql(self, expression: exp.CTE) -> str:
+        clauses = [self.sql(expression, key) for key in ("search", "cycle") if expression.args.get(key)]
+        return " ".join([super().cte_sql(expression), *clauses])
 
 
 class RaSQL(Spark):

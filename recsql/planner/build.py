@@ -36,6 +36,7 @@ from recsql.planner.model import (
 from recsql.planner.names import TableName, is_cte_reference
 from recsql.planner.scc import strongly_connected
 from recsql.planner.scoping import hoist_nested_withs
+from recsql.planner.search_cycle import rewrite_search_cycle
 from recsql.planner.spelling import to_head_aggregates
 
 E = TypeVar("E", bound=exp.Expr)
@@ -66,6 +67,7 @@ class CTEDef:
 
 def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None:
     """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is."""
+    query = rewrite_search_cycle(query, sql, lambda cte: _columns_of(cte, sql, catalog))
     query = hoist_nested_withs(query)
     with_ = query.args.get("with_")
     if not isinstance(with_, exp.With):
@@ -76,7 +78,8 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None
         query = spelled
         defs, deps, components = _analyse(query.args["with_"])
     alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
-    query, targets = split_limited_reads(query, alone)
+    groups = {key: set(c) for c in components if len(c) > 1 for key in c}
+    query, targets = split_limited_reads(query, alone, groups)
     if targets:
         defs, deps, components = _analyse(query.args["with_"])
     recursive = [c for c in components if len(c) > 1 or c[0] in deps[c[0]]]
@@ -110,13 +113,25 @@ def _recursive_groups(deps: dict[str, set[str]], components: list[list[str]]) ->
     return {key: set(c) for c in components if len(c) > 1 or c[0] in deps[c[0]] for key in c}
 
 
+def _columns_of(cte: exp.CTE, sql: str, catalog: Catalog) -> list[str]:
+    """A CTE's column names as the planner sees them (for the SEARCH/CYCLE rewrite)."""
+    with_ = cte.parent
+    defs = _cte_defs(with_) if isinstance(with_, exp.With) else {}
+    planner = _Planner(sql, catalog, {**defs, cte.alias.lower(): _cte_def(cte)}, {})
+    return [c.name for c in planner.head_of(cte.alias.lower())]
+
+
 def _limit_ends_recursion(targets: dict[str, int], steps: list[Step]) -> None:
     """A LIMIT Spark pushes into a UNION ALL recursion (see `limits`) ends it once that many
-    rows exist; a UNION or aggregate recursion runs to its fixpoint."""
+    rows exist; a UNION or aggregate recursion runs to its fixpoint. In a mutually recursive
+    group of UNION ALL CTEs, the one limited CTE's rows count."""
     for step in steps:
-        if isinstance(step, GroupStep) and len(step.ctes) == 1 and step.ctes[0].bag \
-                and step.ctes[0].key in targets:
-            step.row_target = targets[step.ctes[0].key]
+        if not isinstance(step, GroupStep) or not all(c.bag for c in step.ctes):
+            continue
+        limited = [c.key for c in step.ctes if c.key in targets]
+        if len(limited) == 1:
+            step.row_target = targets[limited[0]]
+            step.row_target_cte = limited[0]
 
 
 def _step_queries(step: Step) -> list[exp.Expr]:
@@ -128,18 +143,22 @@ def _step_queries(step: Step) -> list[exp.Expr]:
 def _cte_defs(with_: exp.With) -> dict[str, CTEDef]:
     defs: dict[str, CTEDef] = {}
     for cte in with_.expressions:
-        name = cte.alias
         alias = cte.args.get("alias")
-        columns = list(alias.columns) if alias is not None and alias.columns else None
-        d = CTEDef(name=name, node=cte, body=cte.this, column_list=columns)
+        d = _cte_def(cte)
         if d.key in defs:
             raise RecSQLAnalysisError(
-                f"CTE `{name}` is defined twice in one WITH clause; rename one of them",
+                f"CTE `{d.name}` is defined twice in one WITH clause; rename one of them",
                 condition="RECSQL_DUPLICATE_CTE",
                 **locate(alias.this if alias else cte),
             )
         defs[d.key] = d
     return defs
+
+
+def _cte_def(cte: exp.CTE) -> CTEDef:
+    alias = cte.args.get("alias")
+    columns = list(alias.columns) if alias is not None and alias.columns else None
+    return CTEDef(name=cte.alias, node=cte, body=cte.this, column_list=columns)
 
 
 def _references(node: exp.Expr, defs: dict[str, CTEDef]) -> set[str]:

@@ -185,7 +185,10 @@ def _check_negation(cte, branch, sql: str) -> None:
         )
 
     negations = [n.this for n in branch.select.find_all(exp.Not)]
-    negations += list(branch.select.find_all(exp.Except))
+    if not cte.bag:
+        # under UNION ALL a step reads only the previous step's rows, which are fixed while it
+        # runs, so an EXCEPT over them is evaluated as Spark does (no fixpoint to lose)
+        negations += list(branch.select.find_all(exp.Except))
     negations += [
         j for j in branch.select.find_all(exp.Join) if (j.args.get("kind") or "").upper() == "ANTI"
     ]

@@ -23,12 +23,17 @@ E = TypeVar("E", bound=exp.Expr)
 BLOCKERS = ("order", "where", "group", "having", "joins", "distinct", "qualify", "windows")
 
 
-def split_limited_reads(query: E, recursive: set[str]) -> tuple[E, dict[str, int]]:
+def split_limited_reads(query: E, recursive: set[str],
+                        groups: dict[str, set[str]] | None = None) -> tuple[E, dict[str, int]]:
     """`query` with a CTE copy per limited read (when `r` is read more than once), and the row
     target of each limited CTE by key. `recursive`: keys of CTEs that are recursive on their own
-    (a group of one), the only ones a copy can stand for."""
+    (a group of one), the only ones a copy can stand for. `groups`: each member of a mutually
+    recursive group, with its group's keys: such a member gets a target only when the one read
+    of it from outside its group is limited (reads inside the group are the recursion itself),
+    and no copy."""
+    groups = groups or {}
     with_ = query.args.get("with_")
-    if not isinstance(with_, exp.With) or not recursive:
+    if not isinstance(with_, exp.With) or not (recursive or groups):
         return query, {}
     if not any(_pushed_limit(t) is not None for t in query.find_all(exp.Table)):
         return query, {}
@@ -38,6 +43,13 @@ def split_limited_reads(query: E, recursive: set[str]) -> tuple[E, dict[str, int
     targets: dict[str, int] = {}
     for cte in list(with_.expressions):
         key = cte.alias.lower()
+        if key in groups:
+            members = [c for c in with_.expressions if c.alias.lower() in groups[key]]
+            outside = [t for t in query.find_all(exp.Table)
+                       if _is_named(t, key) and not any(_inside(t, m) for m in members)]
+            if len(outside) == 1 and (limit := _pushed_limit(outside[0])) is not None:
+                targets[key] = limit
+            continue
         if key not in recursive:
             continue
         reads = [t for t in query.find_all(exp.Table) if _is_named(t, key) and not _inside(t, cte)]

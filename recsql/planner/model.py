@@ -183,6 +183,7 @@ class GroupStep:
     # UNION ALL recursion read by `SELECT ... FROM cte LIMIT n` (no ORDER BY): as in Spark, the
     # recursion may stop once this many rows exist
     row_target: int | None = None
+    row_target_cte: str | None = None  # the key of the CTE whose rows count toward it
 
     @property
     def names(self) -> list[str]:

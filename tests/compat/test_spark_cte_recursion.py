@@ -201,6 +201,24 @@ ANSWERED_NEWER.update({
                               "FROM t1 WHERE n < 5), 0)) SELECT * FROM t1 LIMIT 8",
 })
 
+# PostgreSQL's with.sql (which PostgreSQL refuses): EXCEPT inside a UNION ALL recursive term;
+# each step reads the previous step's rows, so Spark evaluates it
+ANSWERED_NEWER.update({
+    "except_in_union_all_term": "WITH RECURSIVE foo(i) AS (VALUES (1) UNION ALL (SELECT i + 1 FROM foo "
+                                "WHERE i < 10 EXCEPT SELECT i + 1 FROM foo WHERE i < 5)) SELECT * FROM foo",
+    "except_all_in_union_all_term": "WITH RECURSIVE foo(i) AS (SELECT 1 UNION ALL (SELECT i + 1 FROM foo "
+                                    "WHERE i < 10 EXCEPT ALL SELECT i + 1 FROM foo WHERE i = 3)) "
+                                    "SELECT * FROM foo",
+    # a LIMIT on a UNION ALL recursion whose term holds a recursion reading the outer one: the
+    # two are one mutually recursive group, and the LIMIT counts the outer CTE's rows
+    "limit_over_nested_recursion": "WITH RECURSIVE department(id, parent_department, name) AS (VALUES "
+                                   "(0, CAST(NULL AS INT), 'ROOT'), (1, 0, 'A'), (2, 1, 'B'), (3, 2, 'C'), "
+                                   "(4, 2, 'D'), (5, 0, 'E'), (6, 4, 'F'), (7, 5, 'G')), "
+                                   "q AS (SELECT * FROM department UNION ALL (WITH RECURSIVE x AS ("
+                                   "SELECT * FROM department UNION ALL (SELECT * FROM q UNION ALL "
+                                   "SELECT * FROM x)) SELECT * FROM x)) SELECT * FROM q LIMIT 32",
+})
+
 REFUSED_BY_SPARK = {
     "intersect": "WITH RECURSIVE r(level) AS (VALUES (0) INTERSECT SELECT level + 1 FROM r WHERE level < 10) "
                  "SELECT * FROM r",

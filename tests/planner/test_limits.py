@@ -54,3 +54,21 @@ def test_a_set_recursion_is_not_cut_short():
     q = ("WITH RECURSIVE t1(n) AS (SELECT 1 UNION SELECT n % 5 + 1 FROM t1) "
          "SELECT (SELECT SUM(n) FROM (SELECT * FROM t1 LIMIT 5)), (SELECT SUM(n) FROM (SELECT * FROM t1 LIMIT 3))")
     assert set(targets(q).values()) == {None}
+
+
+NESTED = ("WITH RECURSIVE q AS (SELECT * FROM d UNION ALL (WITH RECURSIVE x AS (SELECT * FROM d "
+          "UNION ALL (SELECT * FROM q UNION ALL SELECT * FROM x)) SELECT * FROM x)) ")
+
+
+@pytest.mark.parametrize("final, expected", [
+    # q and the recursion nested in its term form one group: q's one outside read is limited
+    ("SELECT * FROM q LIMIT 32", (32, "q")),
+    # another, unlimited read of q needs all of it
+    ("SELECT * FROM (SELECT * FROM q LIMIT 32) UNION ALL SELECT * FROM q", (None, None)),
+])
+def test_a_limit_ends_a_mutually_recursive_union_all_group(final, expected):
+    q = NESTED + final
+    plan = plan_query(parse_statement(q).expression, q, DictCatalog({"d": ["id"]}))
+    (group,) = [s for s in plan.steps if isinstance(s, GroupStep)]
+    assert len(group.ctes) == 2
+    assert (group.row_target, group.row_target_cte) == expected
