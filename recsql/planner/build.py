@@ -21,9 +21,9 @@ from recsql.planner.locate import locate
 from recsql.planner.model import (
     AGGREGATES,
     ALL,
+    DELTA,
     PAYLOADS,
     SUMMING,
-    DELTA,
     BaseRelation,
     Branch,
     CTEPlan,

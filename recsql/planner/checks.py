@@ -216,7 +216,8 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
         for side in (left, right):
             if _is_aggregated(side, aggregated):
                 raise RecSQLAnalysisError(
-                    f"`{side.sql('rasql')}` is an aggregated or payload column of `{aggregated[side.table.lower()][1]}` "
+                    f"`{side.sql('rasql')}` is an aggregated or payload column of "
+                    f"`{aggregated[side.table.lower()][1]}` "
                     f"used as an equi-join key in recursive branch {branch.index} of `{cte.name}`: {rule}",
                     condition="RECSQL_AGGREGATE_AS_KEY",
                     **locate(side, sql),
@@ -227,7 +228,8 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
         for column in item.find_all(exp.Column):
             if _is_aggregated(column, aggregated):
                 raise RecSQLAnalysisError(
-                    f"`{column.sql('rasql')}` is an aggregated or payload column of `{aggregated[column.table.lower()][1]}` "
+                    f"`{column.sql('rasql')}` is an aggregated or payload column of "
+                    f"`{aggregated[column.table.lower()][1]}` "
                     f"feeding group-key column `{head.name}` of `{cte.name}` in "
                     f"recursive branch {branch.index}: {rule}",
                     condition="RECSQL_AGGREGATE_AS_KEY",
