@@ -281,10 +281,6 @@ class _Planner:
             kind = "payload" if of.of is not None else "group-key"
             problem = (f"`{of.name}` is a {kind} column; a payload follows the winner of a "
                        f"min() (argmin) or max() (argmax) column")
-        elif of.agg not in {"min", "max"}:
-            problem = (f"`{of.name}` is `{of.agg}()`, which has no winning derivation to take a "
-                       f"payload from (it adds up every contributor); use min() or max(), or "
-                       f"compute the payload in the final query")
         elif of.agg != column.extremum:
             problem = f"`{of.name}` is `{of.agg}()`; write `arg{of.agg}({of.name}) AS {column.name}`"
         if problem is not None:
