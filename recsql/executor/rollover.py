@@ -200,8 +200,8 @@ def output_rows(run: Loop, ro: RunInfo, cte: CTEPlan) -> int | None:
 
 def slices(run: Loop, ro: RunInfo) -> int:
     """How many slices this iteration needs (1: no roll-over)."""
-    if ro.budget <= 0:
-        return 1
+    if ro.budget <= 0 or any(b.aggregating for c in run.group.ctes for b in c.recursive_branches):
+        return 1  # a term aggregating each step's rows must see the whole delta at once
     estimates = []
     for cte in run.group.ctes:
         estimate = 0

@@ -37,6 +37,7 @@ from recsql.planner.model import (
 )
 from recsql.planner.scc import strongly_connected
 from recsql.planner.scoping import hoist_nested_withs
+from recsql.planner.spelling import to_head_aggregates
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -71,6 +72,10 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None
     if not isinstance(with_, exp.With):
         return None
     defs, deps, components = _analyse(with_)
+    spelled = to_head_aggregates(query, sql, _recursive_groups(deps, components), _cte_tables)
+    if spelled is not query:  # GROUP BY in recursive terms, now RaSQL heads
+        query = spelled
+        defs, deps, components = _analyse(query.args["with_"])
     alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
     query, targets = split_limited_reads(query, alone)
     if targets:
@@ -99,6 +104,11 @@ def _analyse(with_: exp.With) -> tuple[dict[str, CTEDef], dict[str, set[str]], l
     defs = _cte_defs(with_)
     deps = {key: _references(d.body, defs) for key, d in defs.items()}
     return defs, deps, strongly_connected(list(defs), deps)
+
+
+def _recursive_groups(deps: dict[str, set[str]], components: list[list[str]]) -> dict[str, set[str]]:
+    """Each recursive CTE's recursive group (the CTEs it reaches its fixpoint with)."""
+    return {key: set(c) for c in components if len(c) > 1 or c[0] in deps[c[0]] for key in c}
 
 
 def _limit_ends_recursion(targets: dict[str, int], steps: list[Step]) -> None:

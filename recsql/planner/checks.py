@@ -10,13 +10,23 @@ from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner.locate import locate
 
-# Constructs a recursive branch may not contain, with the reason given to the user.
+# Constructs a recursive branch may not contain, with the reason given to the user. Under UNION
+# an aggregate with GROUP BY is read as the head aggregate before planning (planner/spelling.py),
+# and under UNION ALL each step aggregates the previous step's rows, so the first two rows are
+# a safety net: they name the spelling tools parse.
+AGGREGATE_SPELLING = (
+    "under UNION make the aggregate a whole output column and GROUP BY the other output columns "
+    "(`SELECT e.Dst, MIN(p.Cost + e.Cost) ... GROUP BY e.Dst`), or put it in the CTE head "
+    "(`min() AS Cost`)"
+)
 FORBIDDEN_IN_RECURSIVE_BRANCH = (
-    (exp.AggFunc, "aggregation", "put the aggregate in the CTE head, e.g. `min() AS Cost`"),
-    (exp.Group, "GROUP BY", "put the aggregate in the CTE head; the head's other columns group"),
+    (exp.AggFunc, "aggregation", AGGREGATE_SPELLING),
+    (exp.Group, "GROUP BY", AGGREGATE_SPELLING),
     (exp.Window, "a window function", "compute it in the final query, outside the recursion"),
     (exp.Limit, "LIMIT", "limit the final query instead"),
 )
+# Allowed in a UNION ALL term: each step aggregates the previous step's rows, as in DuckDB.
+PER_STEP = (exp.AggFunc, exp.Group)
 
 
 def check_branch_columns(cte, index: int, body: exp.Query, sql: str) -> None:
@@ -89,7 +99,11 @@ def _own_nodes(select: exp.Expr, kind):
 
 def _check_forbidden(cte, branch, sql: str) -> None:
     for kind, what, fix in FORBIDDEN_IN_RECURSIVE_BRANCH:
+        if cte.bag and kind in PER_STEP:
+            continue
         for node in _own_nodes(branch.select, kind):
+            if isinstance(node.parent, exp.Window) and kind is exp.AggFunc:
+                continue  # `MIN(x) OVER (...)`: reported as a window function
             raise RecSQLAnalysisError(
                 f"Recursive branch {branch.index} of CTE `{cte.name}` uses {what}, which is not "
                 f"allowed inside the recursion: {fix}",

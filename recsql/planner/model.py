@@ -108,11 +108,17 @@ class Branch:
         return bool(self.refs)
 
     @property
+    def aggregating(self) -> bool:
+        """A UNION ALL term that aggregates each step's rows (GROUP BY, an aggregate, a window):
+        its output over the whole delta is not the union of its outputs over slices of it."""
+        return self.select.find(exp.Group, exp.AggFunc, exp.Window) is not None
+
+    @property
     def splittable(self) -> bool:
         """The branch is the union of its runs over disjoint sets of join keys: a plain
         select-project-inner-join (an outer join would also keep the rows no key set holds)."""
         select = self.select
-        if not isinstance(select, exp.Select) or select.args.get("distinct"):
+        if not isinstance(select, exp.Select) or select.args.get("distinct") or self.aggregating:
             return False
         return all(not j.side and (j.kind or "INNER").upper() in {"INNER", "CROSS"}
                    for j in select.args.get("joins") or [])

@@ -275,7 +275,6 @@ def test_aggregated_column_in_non_equi_condition_is_fine():
 
 
 @pytest.mark.parametrize("branch,what", [
-    ("SELECT edge.Dst, min(path.Cost + edge.Cost) FROM path, edge WHERE path.Dst = edge.Src GROUP BY edge.Dst", "aggregation"),
     ("SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src LIMIT 5", "LIMIT"),
     ("SELECT edge.Dst, row_number() OVER (ORDER BY edge.Dst) FROM path, edge WHERE path.Dst = edge.Src", "window"),
 ])
