@@ -108,3 +108,21 @@ def test_email_eu_core_unit_cost_predecessors(spark, data_dir, view, path):
     view("eu_unit", edges, "Src INT, Dst INT, Cost INT")
     result = check_sssp(spark, "eu_unit", edges, pairs[0][0], PATHS[path])
     assert result.df.count() > 500
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_min_by_spelling_tools_parse(spark, view, path):
+    """Spark's grammar: MIN_BY(payload, value) beside MIN(value) with GROUP BY in the recursive
+    term is the head `argmin(Cost) AS Pred` (docs/dialect.md section 1)."""
+    edges = tied_graph(3)
+    view("tied", edges, "Src INT, Dst INT, Cost INT")
+    source = edges[0][0]
+    q = """WITH RECURSIVE path (dst, cost, pred) AS (
+             SELECT :src, 0, :src
+             UNION
+             SELECT e.Dst, MIN(p.cost + e.Cost), MIN_BY(e.Src, p.cost + e.Cost)
+             FROM path p JOIN tied e ON p.dst = e.Src GROUP BY e.Dst)
+           SELECT dst, cost, pred FROM path"""
+    got = rows(recsql.sql(q, args={"src": source}, spark=spark, conf=PATHS[path]))
+    best = dijkstra_predecessors(edges, source, (source,))
+    assert got == sorted((v, c, p) for v, (c, p) in best.items())
