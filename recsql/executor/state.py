@@ -15,7 +15,7 @@ from typing import TypedDict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, DoubleType, FloatType, StructField, StructType
+from pyspark.sql.types import BooleanType, DataType, DoubleType, FloatType, StructField, StructType
 
 from recsql.planner.model import CTEPlan, HeadColumn
 
@@ -217,11 +217,13 @@ class ExtremaState(RelationState):
         for c in self.cte.aggregates:
             payload = self.cte.payload(c)
             extremum = _extremum(c)
+            dtype: DataType
             if payload:
                 name, value = BEST + c.name, ranked(c, payload)
                 dtype = ranked_type(self.schema, c, payload)
             else:
-                name, value, dtype = c.name, F.col(c.name), self.schema[c.name].dataType
+                name, value = c.name, F.col(c.name)
+                dtype = self.schema[c.name].dataType
             best = extremum(name)
             new.append(extremum(value).alias(name))
             nulls.append(F.lit(None).cast(dtype).alias(OLD + name))

@@ -144,7 +144,7 @@ class RaSQLParser(SparkParser):
         start = self._index
         if self._match(TokenType.L_PAREN):
             of = self._parse_id_var(any_token=False)
-            if of is not None and self._match(TokenType.R_PAREN):
+            if isinstance(of, exp.Identifier) and self._match(TokenType.R_PAREN):
                 return of
         self._retreat(start)
         return None

@@ -265,7 +265,8 @@ class _Planner:
                     condition="RECSQL_INVALID_PAYLOAD",
                     **locate(column, self.sql),
                 )
-            return HeadColumn(column.name, of=column.of, extremum=PAYLOADS[column.func.lower()])
+            return HeadColumn(column.name, of=column.of, extremum=PAYLOADS[column.func.lower()],
+                              location=locate(column, self.sql))
         if isinstance(column, AggregateColumn):
             agg = AGGREGATES.get(column.func.lower())
             if agg is None:
@@ -275,7 +276,7 @@ class _Planner:
                     condition="RECSQL_UNSUPPORTED_HEAD_AGGREGATE",
                     **locate(column, self.sql),
                 )
-            return HeadColumn(column.name, agg)
+            return HeadColumn(column.name, agg, location=locate(column, self.sql))
         return HeadColumn(column.name)
 
     def payload_column(self, d: CTEDef, node: exp.Expr, column: HeadColumn,
@@ -293,14 +294,14 @@ class _Planner:
                        f"min() (argmin) or max() (argmax) column")
         elif of.agg != column.extremum:
             problem = f"`{of.name}` is `{of.agg}()`; write `arg{of.agg}({of.name}) AS {column.name}`"
-        if problem is not None:
+        if problem is not None or of is None:
             raise RecSQLAnalysisError(
                 f"Payload column `arg{column.extremum}({column.of}) AS {column.name}` of CTE "
                 f"`{d.name}` is not valid: {problem}",
                 condition="RECSQL_INVALID_PAYLOAD",
                 **locate(node, self.sql),
             )
-        return HeadColumn(column.name, of=of.name, extremum=column.extremum)
+        return HeadColumn(column.name, of=of.name, extremum=column.extremum, location=column.location)
 
     def branch(self, cte: CTEPlan, index: int, body: exp.Query, members: set[str]) -> Branch:
         checks.check_branch_columns(cte, index, body, self.sql)

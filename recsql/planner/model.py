@@ -38,6 +38,8 @@ class HeadColumn:
     # and that column's extremum ("min" or "max")
     of: str | None = None
     extremum: str | None = None
+    # where the column is written (`line`, `pos`, `length`), for errors found at run time
+    location: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property
     def is_key(self) -> bool:

@@ -207,7 +207,7 @@ def _aggregate_column(name: exp.Identifier, column: _Column,
     return head
 
 
-def _signature(shape: list[_Column]) -> tuple[tuple[int, str], ...]:
+def _signature(shape: list[_Column]) -> tuple[tuple[int, str, int | None], ...]:
     return tuple((c.position, c.mapping.head, c.of) for c in shape)
 
 
@@ -246,7 +246,7 @@ def _aggregated_columns(cte: str, term: exp.Query, sql: str) -> list[_Column]:
 
 def _followed(cte: str, payload: _Column, columns: list[_Column], sql: str) -> int:
     """The position of the MIN(v) (MAX(v)) output column whose winner `MIN_BY(x, v)` carries."""
-    follows = payload.mapping.follows
+    follows = payload.mapping.follows or exp.Min  # never None: called on payloads only
     value = payload.node.expression
     for column in columns:
         if isinstance(column.node, follows) and _normalised(column.value) == _normalised(value):

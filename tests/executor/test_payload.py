@@ -126,3 +126,18 @@ def test_min_by_spelling_tools_parse(spark, view, path):
     got = rows(recsql.sql(q, args={"src": source}, spark=spark, conf=PATHS[path]))
     best = dijkstra_predecessors(edges, source, (source,))
     assert got == sorted((v, c, p) for v, (c, p) in best.items())
+
+
+def test_a_payload_spark_cannot_order_is_a_clear_error(spark, view):
+    from recsql.errors import RecSQLAnalysisError
+
+    view("tiny", [(1, 2, 1)], "Src INT, Dst INT, Cost INT")
+    q = """WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Tags) AS (SELECT 1, 0, map(1, 1))
+             UNION (SELECT e.Dst, path.Cost + e.Cost, map(e.Src, 1) FROM path, tiny e WHERE path.Dst = e.Src)
+           SELECT * FROM path"""
+    with pytest.raises(RecSQLAnalysisError) as info:
+        recsql.sql(q, spark=spark)
+    error = info.value
+    assert error.condition == "RECSQL_UNORDERABLE_AGGREGATE"
+    assert "`Tags`" in error.message and "map<int,int>" in error.message
+    assert (error.line, error.pos) == (1, q.index("argmin"))
