@@ -229,7 +229,7 @@ class ExtremaState(RelationState):
             nulls.append(F.lit(None).cast(dtype).alias(OLD + name))
             old += [value.alias(name), value.alias(OLD + name)]
             changed = changed | ~best.eqNullSafe(F.max(OLD + name))
-            for column in [c, *payload] if payload else [c]:
+            for column in [c, *payload]:
                 merged.append(best.getField(column.name).alias(column.name) if payload
                               else best.alias(column.name))
                 grouped.append(column.name)

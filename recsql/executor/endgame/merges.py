@@ -109,8 +109,6 @@ def _extrema(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]
     return [_create(names["delta"], delta), *_replace_groups(names["all"], names["delta"], key)]
 
 
-
-
 def _ranked(column: HeadColumn, payload: list[HeadColumn]) -> exp.Expr:
     """state.py's `ranked` tuple, as a DuckDB STRUCT that orders as Spark's: DuckDB puts a NULL
     field after every value where Spark puts it first, so each payload field is preceded by a
