@@ -5,8 +5,11 @@ CREATE TEMP VIEW lstart AS
   SELECT DISTINCT a.S AS T FROM inter a
   WHERE NOT EXISTS (SELECT 1 FROM inter b WHERE b.S < a.S AND a.S <= b.E);
 
-WITH recursive coal (S, max() AS E) AS
-    (SELECT lstart.T, inter.E FROM lstart, inter WHERE lstart.T = inter.S)
+-- The MAX in the recursive term is the CTE's max() aggregate (RaSQL: `coal (S, max() AS E)`).
+WITH RECURSIVE coal (S, E) AS (
+  SELECT lstart.T, inter.E FROM lstart, inter WHERE lstart.T = inter.S
   UNION
-    (SELECT coal.S, inter.E FROM coal, inter WHERE coal.S <= inter.S AND inter.S <= coal.E)
+  SELECT coal.S, MAX(inter.E) FROM coal, inter WHERE coal.S <= inter.S AND inter.S <= coal.E
+  GROUP BY coal.S
+)
 SELECT S, E FROM coal ORDER BY S;

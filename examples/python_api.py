@@ -15,18 +15,20 @@ import recsql
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 SHORTEST_PATHS = """
-WITH recursive path (Dst, min() AS Cost) AS
-    (SELECT {source}, 0)
+WITH RECURSIVE path (Dst, Cost) AS (
+  SELECT {source}, 0
   UNION
-    (SELECT e.Dst, path.Cost + e.Cost FROM path, {edges} AS e WHERE path.Dst = e.Src)
+  SELECT e.Dst, MIN(path.Cost + e.Cost) FROM path, {edges} AS e WHERE path.Dst = e.Src GROUP BY e.Dst
+)
 SELECT Dst, Cost FROM path ORDER BY Dst
 """
 
 ORGANISATION_SIZE = """
-WITH recursive dept (Mgr, count() AS Cnt) AS
-    (SELECT r.Emp, 1 FROM {report} AS r)
+WITH RECURSIVE dept (Mgr, Cnt) AS (
+  SELECT r.Emp, 1 FROM {report} AS r
   UNION
-    (SELECT r.Mgr, dept.Cnt FROM dept, {report} AS r WHERE dept.Mgr = r.Emp)
+  SELECT r.Mgr, SUM(dept.Cnt) FROM dept, {report} AS r WHERE dept.Mgr = r.Emp GROUP BY r.Mgr
+)
 SELECT Mgr, Cnt FROM dept WHERE Cnt > :least ORDER BY Cnt DESC, Mgr
 """
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from sqlglot import exp
 
@@ -97,6 +98,13 @@ TERM_AGGREGATES: dict[type[exp.Expr], TermAggregate] = {
 }
 
 SUPPORTED = "MIN, MAX, SUM or COUNT, and MIN_BY / MAX_BY beside a MIN / MAX"
+NOT_PREMAPPABLE = ("its value over a union is not a function of its values over the parts, so it "
+                   "cannot be pushed into the recursion")
+# Why an aggregate outside TERM_AGGREGATES has no head meaning, where more can be said than that
+WHY_NOT = {
+    exp.Avg: NOT_PREMAPPABLE, exp.Stddev: NOT_PREMAPPABLE, exp.Variance: NOT_PREMAPPABLE,
+    exp.Median: NOT_PREMAPPABLE, exp.Quantile: NOT_PREMAPPABLE,
+}
 GROUP_KEY_RULE = (
     "under UNION, an aggregate in a recursive term is the CTE's head aggregate and the term's "
     "GROUP BY names exactly its other output columns (the CTE's key), by expression or by position"
@@ -143,7 +151,7 @@ def _recursive_terms(cte: exp.CTE, groups, reads) -> list[exp.Query]:
     return [b for b in branches if reads(b, members)]
 
 
-def _aggregates(term: exp.Query) -> bool:
+def _aggregates(term: exp.Query) -> TypeGuard[exp.Select]:
     return isinstance(term, exp.Select) and bool(term.args.get("group") or _own_aggregates(term))
 
 
@@ -224,7 +232,7 @@ def _first_aggregation(term: exp.Select) -> exp.Expr:
 
 def _aggregated_columns(cte: str, term: exp.Query, sql: str) -> list[_Column]:
     """The aggregated output columns of a recursive term, after checking the term's shape."""
-    if not _aggregates(term):
+    if not isinstance(term, exp.Select) or not _aggregates(term):
         return []
     if term.args.get("having") is not None:
         raise RecSQLAnalysisError(
@@ -279,8 +287,8 @@ def _aggregated_column(cte: str, term: exp.Select, node: exp.AggFunc, sql: str) 
         )
     mapping = TERM_AGGREGATES.get(type(node))
     if mapping is None:
-        raise _unsupported(cte, written, "its value over a union is not a function of its values "
-                           "over the parts, so it cannot be pushed into the recursion", node, sql)
+        why = WHY_NOT.get(type(node), "recsql has no head aggregate for it")
+        raise _unsupported(cte, written, why, node, sql)
     try:
         value = mapping.value(node)
     except Unmappable as why:

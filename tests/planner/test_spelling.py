@@ -205,7 +205,13 @@ ERRORS = {
         "RECSQL_GROUP_BY_NOT_KEY", "edge.Dst)", ("ROLLUP",)),
     "avg": (
         HEAD + f"SELECT edge.Dst, AVG(path.Cost + edge.Cost) {JOIN} GROUP BY edge.Dst" + TAIL,
-        "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "AVG(", ("AVG(", "MIN, MAX, SUM or COUNT")),
+        "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "AVG(", ("AVG(", "MIN, MAX, SUM or COUNT", "not a function")),
+    "min_by": (
+        HEAD + f"SELECT edge.Dst, MIN_BY(edge.Src, path.Cost) {JOIN} GROUP BY edge.Dst" + TAIL,
+        "RECSQL_INVALID_PAYLOAD", "edge.Src, path.Cost)", ("needs `MIN(path.Cost)`", "payload")),
+    "collect_set": (
+        HEAD + f"SELECT edge.Dst, COLLECT_SET(path.Cost) {JOIN} GROUP BY edge.Dst" + TAIL,
+        "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "COLLECT_SET(", ("no head aggregate for it",)),
     "count_distinct": (
         HEAD + f"SELECT edge.Dst, COUNT(DISTINCT path.Cost) {JOIN} GROUP BY edge.Dst" + TAIL,
         "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "COUNT(", ("COUNT(*) or COUNT(x)",)),
