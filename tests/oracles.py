@@ -58,6 +58,58 @@ def dijkstra(weighted_edges, source) -> dict:
     return dist
 
 
+def dijkstra_predecessors(labelled_edges, source, source_payload) -> dict:
+    """Dijkstra that keeps, per node, the least (cost, predecessor, label...) over the edges
+    (u, v, cost, label...) that reach it: among equally cheap routes the smallest predecessor
+    wins, then the smallest label (positive costs). `source_payload`: the source's own tuple
+    after its cost. Returns node -> (cost, predecessor, label...)."""
+    adj = defaultdict(list)
+    for u, v, c, *label in labelled_edges:
+        adj[u].append((v, c, tuple(label)))
+    best = {source: (0, *source_payload)}
+    heap = [(0, source)]
+    while heap:
+        d, u = heapq.heappop(heap)
+        if d > best[u][0]:
+            continue
+        for v, c, label in adj[u]:
+            candidate = (d + c, u, *label)
+            if v not in best or candidate < best[v]:
+                if v not in best or d + c < best[v][0]:
+                    heapq.heappush(heap, (d + c, v))
+                best[v] = candidate
+    return best
+
+
+def routes(predecessor: dict, source) -> dict:
+    """node -> the list of nodes from `source` to it, following `predecessor` back."""
+    result = {}
+    for node in predecessor:
+        walk = [node]
+        while walk[0] != source:
+            walk.insert(0, predecessor[walk[0]])
+        result[node] = walk
+    return result
+
+
+def longest_dag_paths(weighted_edges, source) -> dict:
+    """node -> (the greatest cost of a path from `source`, the greatest predecessor among
+    those achieving it): the tuple maximum over every derivation, in a DAG."""
+    adj = defaultdict(list)
+    for u, v, c in weighted_edges:
+        adj[u].append((v, c))
+    best = {source: (0, source)}
+    changed = True
+    while changed:  # naive fixpoint: plain and independent of any evaluation order
+        changed = False
+        for u in list(best):
+            for v, c in adj[u]:
+                candidate = (best[u][0] + c, u)
+                if v not in best or candidate > best[v]:
+                    best[v], changed = candidate, True
+    return best
+
+
 def apsp_nonempty(weighted_edges) -> set[tuple]:
     """(x, y, cost) of the cheapest path of length >= 1 from x to y (non-negative costs)."""
     nodes = {e[0] for e in weighted_edges} | {e[1] for e in weighted_edges}

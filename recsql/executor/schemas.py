@@ -7,14 +7,17 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
+    ArrayType,
     ByteType,
     DataType,
     DecimalType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
     StructField,
     StructType,
+    VariantType,
 )
 
 from recsql.errors import RecSQLAnalysisError
@@ -60,7 +63,40 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
                     types[cte.key], changed = widened, True
         if not changed:
             break
-    return {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
+    schemas = {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
+    for cte in group.ctes:
+        _check_ranked_types(cte, schemas[cte.key], run.ctx.sql)
+    return schemas
+
+
+def _check_ranked_types(cte: CTEPlan, schema: StructType, sql: str) -> None:
+    """A min()/max() column and its payload are compared by Spark's ordering, which a map (or
+    a variant, or a struct or array holding one) does not have: say so before Spark does."""
+    for column in cte.head:
+        if column.agg not in {"min", "max"} and column.of is None:
+            continue
+        dtype = schema[column.name].dataType
+        if not _orderable(dtype):
+            role = "a payload column" if column.of is not None else f"a {column.agg}() column"
+            raise RecSQLAnalysisError(
+                f"Column `{column.name}` of CTE `{cte.name}` is {role} of type "
+                f"{dtype.simpleString()}, which Spark cannot order, so no derivation can win: "
+                "give it an orderable type (e.g. `to_json(...)` for a map) or compute it in the "
+                "final query",
+                condition="RECSQL_UNORDERABLE_AGGREGATE",
+                sql=sql,
+                **column.location,
+            )
+
+
+def _orderable(dtype: DataType) -> bool:
+    if isinstance(dtype, (MapType, VariantType)):
+        return False
+    if isinstance(dtype, ArrayType):
+        return _orderable(dtype.elementType)
+    if isinstance(dtype, StructType):
+        return all(_orderable(f.dataType) for f in dtype.fields)
+    return True
 
 
 def _branch_types(cte: CTEPlan, branch: Branch, df: DataFrame, sql: str) -> list[DataType]:

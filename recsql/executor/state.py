@@ -15,12 +15,13 @@ from typing import TypedDict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import DoubleType, FloatType, StructType
+from pyspark.sql.types import BooleanType, DataType, DoubleType, FloatType, StructField, StructType
 
 from recsql.planner.model import CTEPlan, HeadColumn
 
 CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contrib"
 PARTITION = "__rq_partition"
+BEST, LAST = "__rq_best_", "__rq_last"  # a ranked tuple's column prefix; its NULL-value flag
 
 
 def empty(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -52,6 +53,22 @@ def _extremum(column: HeadColumn) -> Callable[[Column | str], Column]:
     if column.agg is None:  # never: called on `CTEPlan.aggregates` only
         raise AssertionError(f"`{column.name}` is a group-key column, not an aggregate")
     return EXTREMA[column.agg]
+
+
+def ranked(column: HeadColumn, payload: list[HeadColumn]) -> Column:
+    """The tuple a min()/max() column with payload is ranked by: its value, then its payload
+    columns in head order, compared lexicographically in Spark's ordering (NULLs first, NaN
+    last, -0.0 equal to 0.0). A leading flag keeps the rule of min()/max() that a NULL value
+    never beats a non-NULL one (`min` ranks it last, `max` first, as Spark's NULLs already are)."""
+    value = F.col(column.name)
+    last = value.isNull() if column.agg == "min" else value.isNotNull()
+    return F.struct(last.alias(LAST), value, *[F.col(p.name) for p in payload])
+
+
+def ranked_type(schema: StructType, column: HeadColumn, payload: list[HeadColumn]) -> StructType:
+    """`ranked`'s type over the state's `schema`."""
+    return StructType([StructField(LAST, BooleanType(), False), schema[column.name],
+                       *[schema[p.name] for p in payload]])
 
 
 class _ExtremaMerge(TypedDict):
@@ -187,21 +204,39 @@ class ExtremaState(RelationState):
         """The merge's expressions, built once per state (see `totals`). Each aggregation also
         computes what follows it (the new rows' flags, the changed flag), since every DataFrame
         step costs an analysis on the driver: four steps instead of six took SSSP at RMAT 2^16
-        on the Spark loop 2.44 -> 2.25 s, CC 1.65 -> 1.60 s (medians of 9 interleaved runs)."""
-        aggs = self.cte.aggregates
+        on the Spark loop 2.44 -> 2.25 s, CC 1.65 -> 1.60 s (medians of 9 interleaved runs).
+
+        A column with payload is merged as its `ranked` tuple (in a column of its own, `BEST`
+        + name); the winning tuple's fields are the column's and its payload's new values."""
+        new: list[Column] = []
+        old: list[Column | str] = list(self.key)
+        nulls: list[Column] = []
+        merged: list[Column] = []
+        grouped = list(self.key)
         changed = ~F.max(OLD)
-        for c in aggs:
-            changed = changed | ~_extremum(c)(c.name).eqNullSafe(F.max(OLD + c.name))
-        grouped = [*self.key, *[c.name for c in aggs]]
-        best = [_extremum(c)(c.name).alias(c.name) for c in aggs]
+        for c in self.cte.aggregates:
+            payload = self.cte.payload(c)
+            extremum = _extremum(c)
+            dtype: DataType
+            if payload:
+                name, value = BEST + c.name, ranked(c, payload)
+                dtype = ranked_type(self.schema, c, payload)
+            else:
+                name, value = c.name, F.col(c.name)
+                dtype = self.schema[c.name].dataType
+            best = extremum(name)
+            new.append(extremum(value).alias(name))
+            nulls.append(F.lit(None).cast(dtype).alias(OLD + name))
+            old += [value.alias(name), value.alias(OLD + name)]
+            changed = changed | ~best.eqNullSafe(F.max(OLD + name))
+            for column in [c, *payload]:
+                merged.append(best.getField(column.name).alias(column.name) if payload
+                              else best.alias(column.name))
+                grouped.append(column.name)
         return {
-            "new": [*best,
-                    *[F.lit(None).cast(self.schema[c.name].dataType).alias(OLD + c.name)
-                      for c in aggs],
-                    F.lit(False).alias(OLD)],
-            "old": [*self.key, *[F.col(c.name) for c in aggs],
-                    *[F.col(c.name).alias(OLD + c.name) for c in aggs], F.lit(True).alias(OLD)],
-            "merged": [*best, changed.alias(CHANGED)],
+            "new": [*new, *nulls, F.lit(False).alias(OLD)],
+            "old": [*old, F.lit(True).alias(OLD)],
+            "merged": [*merged, changed.alias(CHANGED)],
             # an aggregation puts the group key first: the head's own order where it differs
             "order": None if grouped == self.columns else [*self.columns, CHANGED],
         }

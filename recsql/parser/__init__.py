@@ -99,7 +99,7 @@ def _check_aggregate_columns(expression: exp.Expr, text: str) -> None:
         alias = column.parent
         if not (isinstance(alias, exp.TableAlias) and isinstance(alias.parent, exp.CTE)):
             raise RecSQLParseError(
-                f"Aggregate column `{column.func}() AS {column.name}` is only allowed in the "
+                f"Aggregate column `{column.sql('rasql')}` is only allowed in the "
                 "column list of a WITH (CTE) head",
                 line=column.meta.get("line"),
                 pos=_pos(text, column.meta.get("start")),

@@ -2,8 +2,9 @@
 
 Two additions to Spark's grammar:
 
-* a CTE head column may be an aggregate, `min() AS Cost`, `mmin AS Cost`, `count() Cnt`
-  (parsed into `AggregateColumn`);
+* a CTE head column may be an aggregate, `min() AS Cost`, `mmin AS Cost`, `count() Cnt`,
+  or a payload that travels with a min/max winner, `argmin(Cost) AS Pred` (both parsed into
+  `AggregateColumn`);
 * the RaSQL body form `AS (SELECT ...) UNION (SELECT ...)`: branches chained after the
   parenthesised first branch, with no outer parentheses;
 * the SQL-standard `SEARCH` and `CYCLE` clauses after a CTE (PostgreSQL's grammar), kept on the
@@ -23,12 +24,15 @@ from sqlglot.tokens import TokenType
 
 # RaSQL's spellings that may omit the parentheses: `mmin AS Cost`.
 PAREN_FREE_AGGREGATES = {"MMIN", "MMAX", "MSUM", "MCOUNT"}
+# Payload spellings, which name the head column whose winner they follow: `argmin(Cost) AS Pred`.
+PAYLOADS = {"ARGMIN", "ARGMAX"}
 
 
 class AggregateColumn(exp.Expression):
-    """A CTE head column `func() AS name`; `func` is kept as written (the planner validates it)."""
+    """A CTE head column `func() AS name`, or a payload `argmin(of) AS name`; `func` is kept as
+    written (the planner validates it)."""
 
-    arg_types = {"this": True, "func": True}
+    arg_types = {"this": True, "func": True, "of": False}
 
     @property
     def name(self) -> str:
@@ -37,6 +41,12 @@ class AggregateColumn(exp.Expression):
     @property
     def func(self) -> str:
         return self.args["func"]
+
+    @property
+    def of(self) -> str | None:
+        """The head column a payload follows (`Cost` in `argmin(Cost) AS Pred`), else None."""
+        of = self.args.get("of")
+        return of.name if of is not None else None
 
 
 class SearchClause(exp.Expression):
@@ -168,7 +178,8 @@ class RaSQLParser(SparkParser):
         if not func_token or func_token.token_type == TokenType.STRING:  # falsy at the end
             return None
         self._advance()
-        has_parens = self._match_pair(TokenType.L_PAREN, TokenType.R_PAREN)
+        of = self._parse_payload_of() if func_token.text.upper() in PAYLOADS else None
+        has_parens = of is not None or self._match_pair(TokenType.L_PAREN, TokenType.R_PAREN)
         if not has_parens and func_token.text.upper() not in PAREN_FREE_AGGREGATES:
             self._retreat(start)
             return None
@@ -177,13 +188,25 @@ class RaSQLParser(SparkParser):
         if alias is None:
             self._retreat(start)
             return None
-        column = AggregateColumn(this=alias, func=func_token.text)
+        column = AggregateColumn(this=alias, func=func_token.text, of=of)
         column.meta.update(line=func_token.line, col=func_token.col, start=func_token.start)
         return column
 
 
+    def _parse_payload_of(self) -> exp.Identifier | None:
+        """`(Cost)` after `argmin`: the one column it names, else None (nothing consumed)."""
+        start = self._index
+        if self._match(TokenType.L_PAREN):
+            of = self._parse_id_var(any_token=False)
+            if isinstance(of, exp.Identifier) and self._match(TokenType.R_PAREN):
+                return of
+        self._retreat(start)
+        return None
+
+
 def _aggregate_column_sql(generator: SparkGenerator, expression: AggregateColumn) -> str:
-    return f"{expression.func}() AS {generator.sql(expression, 'this')}"
+    of = generator.sql(expression, "of")
+    return f"{expression.func}({of}) AS {generator.sql(expression, 'this')}"
 
 
 def _search_clause_sql(generator: SparkGenerator, expression: SearchClause) -> str:

@@ -22,6 +22,8 @@ from recsql.planner.model import (
     AGGREGATES,
     ALL,
     DELTA,
+    PAYLOADS,
+    SUMMING,
     BaseRelation,
     Branch,
     CTEPlan,
@@ -220,7 +222,20 @@ class _Planner:
     def head(self, d: CTEDef, first_branch: exp.Query) -> tuple[HeadColumn, ...]:
         if d.column_list is None:  # as Spark: the names of the first (anchor) branch's output
             return tuple(HeadColumn(name) for name in self.output_names(first_branch))
-        return tuple(self.head_column(c) for c in d.column_list)
+        head = tuple(self.head_column(c) for c in d.column_list)
+        summing = next((c for c in head if c.agg in SUMMING), None)
+        for node, column in zip(d.column_list, head):
+            if column.of is not None and summing is not None:
+                raise RecSQLAnalysisError(
+                    f"Payload column `{column.render()}` of CTE `{d.name}` is not supported in a "
+                    f"head with `{summing.agg}() AS {summing.name}`: a sum/count head keeps every "
+                    "contributor, not one winning derivation; compute the payload in a separate "
+                    "CTE with min()/max() only",
+                    condition="RECSQL_INVALID_PAYLOAD",
+                    **locate(node, self.sql),
+                )
+        return tuple(self.payload_column(d, c, column, head) if column.of is not None else column
+                     for c, column in zip(d.column_list, head))
 
     def output_names(self, query: exp.Expr) -> list[str]:
         """The column names a query outputs, `*` expanded over its sources as Spark does
@@ -257,6 +272,16 @@ class _Planner:
         return []
 
     def head_column(self, column: exp.Expr) -> HeadColumn:
+        if isinstance(column, AggregateColumn) and column.func.lower() in PAYLOADS:
+            if column.of is None:
+                raise RecSQLAnalysisError(
+                    f"Payload column `{column.name}` must name the min() or max() column whose "
+                    f"winner it follows, e.g. `{column.func}(Cost) AS {column.name}`",
+                    condition="RECSQL_INVALID_PAYLOAD",
+                    **locate(column, self.sql),
+                )
+            return HeadColumn(column.name, of=column.of, extremum=PAYLOADS[column.func.lower()],
+                              location=locate(column, self.sql))
         if isinstance(column, AggregateColumn):
             agg = AGGREGATES.get(column.func.lower())
             if agg is None:
@@ -266,8 +291,32 @@ class _Planner:
                     condition="RECSQL_UNSUPPORTED_HEAD_AGGREGATE",
                     **locate(column, self.sql),
                 )
-            return HeadColumn(column.name, agg)
+            return HeadColumn(column.name, agg, location=locate(column, self.sql))
         return HeadColumn(column.name)
+
+    def payload_column(self, d: CTEDef, node: exp.Expr, column: HeadColumn,
+                       head: tuple[HeadColumn, ...]) -> HeadColumn:
+        """A payload `argmin(Cost) AS Pred` follows a min() (argmax: a max()) column of the same
+        head; anything else is an error naming what it found."""
+        of = next((c for c in head if c.name.lower() == str(column.of).lower()), None)
+        problem = None
+        if of is None:
+            problem = (f"`{d.name}` has no column `{column.of}`"
+                       f"{checks.did_you_mean(str(column.of), [c.name for c in head])}")
+        elif of.agg is None:
+            kind = "payload" if of.of is not None else "group-key"
+            problem = (f"`{of.name}` is a {kind} column; a payload follows the winner of a "
+                       f"min() (argmin) or max() (argmax) column")
+        elif of.agg != column.extremum:
+            problem = f"`{of.name}` is `{of.agg}()`; write `arg{of.agg}({of.name}) AS {column.name}`"
+        if problem is not None or of is None:
+            raise RecSQLAnalysisError(
+                f"Payload column `arg{column.extremum}({column.of}) AS {column.name}` of CTE "
+                f"`{d.name}` is not valid: {problem}",
+                condition="RECSQL_INVALID_PAYLOAD",
+                **locate(node, self.sql),
+            )
+        return HeadColumn(column.name, of=of.name, extremum=column.extremum, location=column.location)
 
     def branch(self, cte: CTEPlan, index: int, body: exp.Query, members: set[str]) -> Branch:
         checks.check_branch_columns(cte, index, body, self.sql, self.defs[cte.key].node.args["alias"].this)
@@ -305,7 +354,7 @@ class _Planner:
         parts: list[exp.Expr] = []
         for ref in branch.refs:
             for column in self.head_of(ref.cte):
-                if column.agg is None:
+                if column.is_key:
                     parts.append(exp.column(column.name, table=ref.alias, quoted=True))
         ref_aliases = {r.alias.lower() for r in branch.refs}
         others = [t for t in _source_tables(branch.select) if t.alias_or_name.lower() not in ref_aliases]
@@ -321,7 +370,7 @@ class _Planner:
         """Base tables joined to a recursive reference on that reference's group-key columns are
         pre-partitioned by their join columns, so the join needs no shuffle of the base side."""
         ref_keys = {
-            r.alias.lower(): [c.name.lower() for c in self.head_of(r.cte) if c.agg is None]
+            r.alias.lower(): [c.name.lower() for c in self.head_of(r.cte) if c.is_key]
             for r in branch.refs
         }
         join_columns: dict[str, dict[int, str]] = {}

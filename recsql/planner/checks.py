@@ -237,19 +237,19 @@ def _check_aggregate_keys(cte, branch, group_defs: dict, sql: str) -> None:
             owner = _aggregated_in(side, aggregated)
             if owner is not None:
                 raise RecSQLAnalysisError(
-                    f"`{side.sql('rasql')}` is an aggregated column of `{owner}` "
+                    f"`{side.sql('rasql')}` is an aggregated or payload column of `{owner}` "
                     f"used as an equi-join key in recursive branch {branch.index} of `{cte.name}`: {rule}",
                     condition="RECSQL_AGGREGATE_AS_KEY",
                     **locate(side, sql),
                 )
     for item, head in zip(branch.select.selects, cte.head):
-        if head.agg is not None:
+        if not head.is_key:
             continue
         for column in item.find_all(exp.Column):
             owner = _aggregated_in(column, aggregated)
             if owner is not None:
                 raise RecSQLAnalysisError(
-                    f"`{column.sql('rasql')}` is an aggregated column of `{owner}` "
+                    f"`{column.sql('rasql')}` is an aggregated or payload column of `{owner}` "
                     f"feeding group-key column `{head.name}` of `{cte.name}` in "
                     f"recursive branch {branch.index}: {rule}",
                     condition="RECSQL_AGGREGATE_AS_KEY",

@@ -26,6 +26,8 @@ AGGREGATES = {
 }
 # Aggregates whose value is a sum over contributors (the others are extrema).
 SUMMING = {"sum", "count"}
+# Payload spellings -> the extremum whose winner they follow (docs/dialect.md section 2).
+PAYLOADS = {"argmin": "min", "argmax": "max"}
 
 DELTA, ALL = "delta", "all"
 
@@ -33,9 +35,22 @@ DELTA, ALL = "delta", "all"
 @dataclass(frozen=True)
 class HeadColumn:
     name: str
-    agg: str | None = None  # canonical aggregate, None for a group-key column
+    agg: str | None = None  # canonical aggregate, None for a group-key or payload column
+    # a payload column: the min()/max() head column whose winning derivation it comes from,
+    # and that column's extremum ("min" or "max")
+    of: str | None = None
+    extremum: str | None = None
+    # where the column is written (`line`, `pos`, `length`), for errors found at run time
+    location: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def is_key(self) -> bool:
+        """A group-key column: neither aggregated nor a payload (both depend on the key)."""
+        return self.agg is None and self.of is None
 
     def render(self) -> str:
+        if self.of is not None:
+            return f"arg{self.extremum}({self.of}) AS {self.name}"
         return f"{self.agg}() AS {self.name}" if self.agg else self.name
 
 
@@ -136,11 +151,21 @@ class CTEPlan:
 
     @property
     def group_key(self) -> list[str]:
-        return [c.name for c in self.head if c.agg is None]
+        return [c.name for c in self.head if c.is_key]
 
     @property
     def aggregates(self) -> list[HeadColumn]:
         return [c for c in self.head if c.agg]
+
+    def payload(self, column: HeadColumn) -> list[HeadColumn]:
+        """The payload columns that travel with aggregated `column`'s winner, in head order
+        (the order in which they break its ties)."""
+        return [c for c in self.head if c.of is not None and c.of.lower() == column.name.lower()]
+
+    @property
+    def dependent(self) -> list[str]:
+        """Aggregated and payload columns: functions of the group key, never keys themselves."""
+        return [c.name for c in self.head if not c.is_key]
 
     @property
     def partition_key(self) -> list[str]:

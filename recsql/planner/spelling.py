@@ -18,8 +18,9 @@ meaning. Under `UNION ALL` the term is left as written: each step aggregates the
 rows, as DuckDB does.
 
 `TERM_AGGREGATES` is the whole mapping, one row per aggregate a recursive term may use. A new
-row names the head aggregate it means and what the branch projects in the aggregate's place
-(for `MIN_BY(payload, value)` beside `MIN(value)`, a payload column of that `min()`).
+row names the head aggregate it means and what the branch projects in the aggregate's place.
+Spark's `MIN_BY(payload, value)` beside `MIN(value)` (`MAX_BY` beside `MAX`) is a payload column
+of that `min()`: the head `argmin(cost) AS pred` (docs/dialect.md section 2).
 
 A leaf: it imports no other planner module but the two leaves `branches` and `locate`.
 """
@@ -71,12 +72,20 @@ def _counted(agg: exp.AggFunc) -> exp.Expr:
                            exp.Literal.number(1)).else_(exp.Literal.number(0))
 
 
+def _payload(agg: exp.AggFunc) -> exp.Expr:
+    """MIN_BY(x, v) / MAX_BY(x, v): the branch projects the payload x; v is MIN(v)'s value."""
+    if agg.args.get("count") is not None:
+        raise Unmappable("a payload column holds one value; drop the third argument")
+    return agg.this
+
+
 @dataclass(frozen=True)
 class TermAggregate:
     """What an aggregate of a recursive term means as a RaSQL head column."""
 
-    head: str  # the head aggregate, as in `min() AS cost`
+    head: str  # the head aggregate, as in `min() AS cost`, or a payload's `argmin`
     value: Callable[[exp.AggFunc], exp.Expr]  # what the branch projects in the aggregate's place
+    follows: type[exp.Expr] | None = None  # a payload: the aggregate whose winner it carries
 
 
 TERM_AGGREGATES: dict[type[exp.Expr], TermAggregate] = {
@@ -84,19 +93,17 @@ TERM_AGGREGATES: dict[type[exp.Expr], TermAggregate] = {
     exp.Max: TermAggregate("max", _argument),
     exp.Sum: TermAggregate("sum", _summed),
     exp.Count: TermAggregate("count", _counted),
+    exp.ArgMin: TermAggregate("argmin", _payload, follows=exp.Min),  # MIN_BY, ARG_MIN
+    exp.ArgMax: TermAggregate("argmax", _payload, follows=exp.Max),  # MAX_BY, ARG_MAX
 }
 
-SUPPORTED = "MIN, MAX, SUM or COUNT"
+SUPPORTED = "MIN, MAX, SUM or COUNT, and MIN_BY / MAX_BY beside a MIN / MAX"
 NOT_PREMAPPABLE = ("its value over a union is not a function of its values over the parts, so it "
                    "cannot be pushed into the recursion")
 # Why an aggregate outside TERM_AGGREGATES has no head meaning, where more can be said than that
 WHY_NOT = {
     exp.Avg: NOT_PREMAPPABLE, exp.Stddev: NOT_PREMAPPABLE, exp.Variance: NOT_PREMAPPABLE,
     exp.Median: NOT_PREMAPPABLE, exp.Quantile: NOT_PREMAPPABLE,
-    exp.ArgMin: "a payload carried with a MIN (argmin) is not supported yet; join the CTE back "
-                "to the rows that reach each minimum in the final query",
-    exp.ArgMax: "a payload carried with a MAX (argmax) is not supported yet; join the CTE back "
-                "to the rows that reach each maximum in the final query",
 }
 GROUP_KEY_RULE = (
     "under UNION, an aggregate in a recursive term is the CTE's head aggregate and the term's "
@@ -112,6 +119,7 @@ class _Column:
     mapping: TermAggregate
     node: exp.AggFunc
     value: exp.Expr
+    of: int | None = None  # a payload: the position of the MIN/MAX column it follows
 
 
 Reads = Callable[[exp.Expr, set[str]], object]  # truthy when the node reads one of the CTEs
@@ -190,7 +198,7 @@ def _rewrite(cte: exp.CTE, sql: str, groups, reads) -> None:
     if model:
         heads = {c.position: c for c in model}
         names = _head_names(cte, spelled[0], sql)
-        alias.set("columns", [_aggregate_column(n, heads[k]) if k in heads else n
+        alias.set("columns", [_aggregate_column(n, heads[k], names) if k in heads else n
                               for k, n in enumerate(names)])
     for term, shape in zip(terms, shapes):
         for column in shape:
@@ -198,15 +206,17 @@ def _rewrite(cte: exp.CTE, sql: str, groups, reads) -> None:
         term.set("group", None)
 
 
-def _aggregate_column(name: exp.Identifier, column: _Column) -> AggregateColumn:
-    head = AggregateColumn(this=name, func=column.mapping.head)
+def _aggregate_column(name: exp.Identifier, column: _Column,
+                      names: list[exp.Identifier]) -> AggregateColumn:
+    of = names[column.of].copy() if column.of is not None else None
+    head = AggregateColumn(this=name, func=column.mapping.head, of=of)
     meta = next((n.meta for n in column.node.walk() if n.meta.get("line") is not None), {})
     head.meta.update(meta)
     return head
 
 
-def _signature(shape: list[_Column]) -> tuple[tuple[int, str], ...]:
-    return tuple((c.position, c.mapping.head) for c in shape)
+def _signature(shape: list[_Column]) -> tuple[tuple[int, str, int | None], ...]:
+    return tuple((c.position, c.mapping.head, c.of) for c in shape)
 
 
 def _describe(shape: list[_Column]) -> str:
@@ -236,7 +246,28 @@ def _aggregated_columns(cte: str, term: exp.Query, sql: str) -> list[_Column]:
     for node in _own_aggregates(term):
         columns.append(_aggregated_column(cte, term, node, sql))
     _check_group_by(cte, term, {c.position for c in columns}, sql)
+    for column in columns:
+        if column.mapping.follows is not None:
+            column.of = _followed(cte, column, columns, sql)
     return sorted(columns, key=lambda c: c.position)
+
+
+def _followed(cte: str, payload: _Column, columns: list[_Column], sql: str) -> int:
+    """The position of the MIN(v) (MAX(v)) output column whose winner `MIN_BY(x, v)` carries."""
+    follows = payload.mapping.follows or exp.Min  # never None: called on payloads only
+    value = payload.node.expression
+    for column in columns:
+        if isinstance(column.node, follows) and _normalised(column.value) == _normalised(value):
+            return column.position
+    extremum = "MIN" if follows is exp.Min else "MAX"
+    raise RecSQLAnalysisError(
+        f"`{payload.node.sql('rasql')}` in a recursive term of CTE `{cte}` needs "
+        f"`{extremum}({value.sql('rasql')})` as another output column of the same term: under "
+        f"UNION it is a payload column that carries the winning row's value of that {extremum} "
+        "(ties broken by the payload); add it, or compute the payload in the final query",
+        condition="RECSQL_INVALID_PAYLOAD",
+        **_locate(payload.node, sql),
+    )
 
 
 def _aggregated_column(cte: str, term: exp.Select, node: exp.AggFunc, sql: str) -> _Column:

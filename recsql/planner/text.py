@@ -21,7 +21,7 @@ def render_plan(plan: QueryPlan) -> str:
 
 def _cte_lines(cte: CTEPlan) -> list[str]:
     head = ", ".join(c.render() for c in cte.head)
-    aggregates = ", ".join(f"{c.agg}({c.name})" for c in cte.aggregates) or "none"
+    aggregates = ", ".join(_aggregate(cte, c) for c in cte.aggregates) or "none"
     semantics = "bag (UNION ALL)" if cte.bag else ("set (UNION)" if not cte.aggregates else "aggregate")
     lines = [
         f"{cte.name}({head})",
@@ -37,6 +37,13 @@ def _cte_lines(cte: CTEPlan) -> list[str]:
                      "doubling:")
         lines.extend("  " + line for line in _branch_lines(cte, cte.doubling))
     return lines
+
+
+def _aggregate(cte: CTEPlan, column) -> str:
+    """`min(Cost)`, or `min(Cost) with payload (Pred)`: the tuple compared is (Cost, Pred)."""
+    payload = cte.payload(column)
+    text = f"{column.agg}({column.name})"
+    return f"{text} with payload ({', '.join(c.name for c in payload)})" if payload else text
 
 
 def _branch_lines(cte: CTEPlan, branch: Branch) -> list[str]:

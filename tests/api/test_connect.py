@@ -82,6 +82,21 @@ def test_sssp_over_connect_matches_dijkstra(connect, conf):
     assert any(s.lookup for s in result.stats) == (conf == LOOKUP)
 
 
+@pytest.mark.parametrize("conf", [{}, LOOKUP], ids=["default", "spark-loop"])
+def test_sssp_predecessors_over_connect(connect, conf):
+    """Payload columns: the Spark loop's merge over a struct, through Connect."""
+    from oracles import dijkstra_predecessors
+
+    edges = [*EDGES, (1, 6, 2), (6, 3, 3), (2, 5, 7)]  # 3 costs 5 via 2 and via 6: a tie
+    connect.createDataFrame(edges, "Src INT, Dst INT, Cost INT").createOrReplaceTempView("edge")
+    df = recsql.sql(
+        "WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Pred) AS (SELECT 1, 0, 1) UNION "
+        "(SELECT edge.Dst, path.Cost + edge.Cost, edge.Src FROM path, edge WHERE path.Dst = edge.Src) "
+        "SELECT Dst, Cost, Pred FROM path", spark=connect, conf=conf)
+    expected = sorted((v, c, p) for v, (c, p) in dijkstra_predecessors(edges, 1, (1,)).items())
+    assert sorted(tuple(r) for r in df.collect()) == expected
+
+
 def test_connected_components_over_connect_match_networkx(connect):
     edges = [(1, 2), (2, 3), (4, 5), (6, 6), (7, 5)]
     undirected = edges + [(b, a) for a, b in edges]

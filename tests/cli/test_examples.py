@@ -16,6 +16,7 @@ from pathlib import Path
 import networkx as nx
 import pytest
 from click.testing import CliRunner
+from oracles import dijkstra_predecessors, routes
 
 import recsql
 from recsql.cli import cli
@@ -71,6 +72,16 @@ def sssp_oracle() -> list[tuple[int, int]]:
     for r in rows("roads.csv"):
         graph.add_edge(int(r["Src"]), int(r["Dst"]), weight=int(r["Cost"]))
     return sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
+
+
+def shortest_routes_oracle() -> list[tuple[int, int, int, str]]:
+    """A plain-Python Dijkstra keeping the least (minutes, predecessor): ties go to the smaller
+    predecessor, as argmin(Minutes) breaks them; the route follows the predecessors back."""
+    edges = [(int(r["Src"]), int(r["Dst"]), int(r["Minutes"])) for r in rows("metro.csv")]
+    best = dijkstra_predecessors(edges, 1, (1,))
+    route = routes({stop: pred for stop, (_, pred) in best.items()}, 1)
+    return [(stop, minutes, pred, "[" + ", ".join(map(str, route[stop])) + "]")
+            for stop, (minutes, pred) in sorted(best.items())]
 
 
 def components_oracle() -> list[tuple[int, int, str]]:
@@ -164,6 +175,16 @@ def test_there_are_ten_sql_examples_with_their_own_data():
 
 def test_sssp(session_spark):
     assert ints(run_example("sssp.sql")) == sssp_oracle()
+
+
+def test_shortest_routes(session_spark):
+    got = [(int(s), int(m), int(p), stops) for s, m, p, stops in run_example("shortest_routes.sql")]
+    assert got == shortest_routes_oracle()
+    # the data has equally fast routes, which the predecessor's order decides
+    edges = [(int(r["Src"]), int(r["Dst"]), int(r["Minutes"])) for r in rows("metro.csv")]
+    best = dijkstra_predecessors(edges, 1, (1,))
+    tied = [v for v in best if sum(best[u][0] + w == best[v][0] for u, d, w in edges if d == v and u in best) > 1]
+    assert len(tied) >= 3
 
 
 def test_connected_components(session_spark):

@@ -169,7 +169,7 @@ def test_every_kind_of_source_is_collected():
     sources = {q.source for q in QUERIES}
     assert {"README.md", "docs/dialect.md", "docs/server.md", "examples/sssp.sql",
             "examples/python_api.py"} <= sources
-    assert len({q.source for q in QUERIES if q.source.startswith("examples/")}) == 11
+    assert len({q.source for q in QUERIES if q.source.startswith("examples/")}) == 12
     assert RASQL_ONLY, "the compact RaSQL form is documented too"
 
 

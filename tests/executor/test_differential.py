@@ -220,3 +220,71 @@ ON_DRIVER = [
 def test_allowlisted_forms_run_on_the_driver(spark, typed, expression, query_of):
     places = assert_same(spark, expression, query_of)
     assert "driver" in places, f"{expression} never reached the driver"
+
+
+# -- payload columns (argmin / argmax) ----------------------------------------------------------
+
+COLUMNS = dict(zip(["k", "i", "l", "d", "s", "b", "dt", "dec"], range(8)))
+
+
+def payload_query(aggregate: str, value: str, payload: list[str]) -> str:
+    """`aggregate_query` with payload columns following V's winner: the groups of three rows tie
+    or differ on V as `value` makes them, and the payload breaks the ties."""
+    items = ", ".join([value, *payload])
+    heads = ", ".join(f"arg{aggregate}(V) AS P{i}" for i in range(len(payload)))
+    outputs = ", ".join(f"P{i}" for i in range(len(payload)))
+    return f"""WITH recursive r (K, {aggregate}() AS V, {heads}) AS (SELECT k, {items} FROM dv WHERE k = 0)
+      UNION (SELECT CASE WHEN dv.k < 4 THEN 1 ELSE 2 END, {items} FROM r, dv WHERE r.K = 0 AND dv.k > 0)
+    SELECT K, V, {outputs} FROM r"""
+
+
+def spark_order(value):
+    """A sort key ordering values as Spark orders them inside a struct: NULL first, NaN above
+    every other double, -0.0 equal to 0.0, strings by code point (UTF-8 byte order)."""
+    if value is None:
+        return (0,)
+    if isinstance(value, float):
+        return (1, 1, 0.0) if math.isnan(value) else (1, 0, value + 0.0)
+    return (1, 0, value)
+
+
+def payload_oracle(aggregate: str, value: str, payload: list[str]) -> list[tuple]:
+    """Plain Python: per group, the extremum of (value, payload...) in Spark's ordering, a NULL
+    value never beating a non-NULL one."""
+    groups: dict[int, list[tuple]] = {}
+    for row in ROWS:
+        group = 0 if row[0] == 0 else (1 if row[0] < 4 else 2)
+        columns = [value, *payload]
+        tup = tuple(int(c) if c.isdigit() else row[COLUMNS[c.removeprefix("dv.")]] for c in columns)
+        groups.setdefault(group, []).append(tup)
+    pick = min if aggregate == "min" else max
+    result = []
+    for group, tuples in groups.items():
+        def key(t):
+            null_last = (t[0] is None) if aggregate == "min" else (t[0] is not None)
+            return (null_last, *[spark_order(v) for v in t])
+        result.append((group, *pick(tuples, key=key)))
+    return sorted((tuple(_comparable(v) for v in r) for r in result), key=repr)
+
+
+PAYLOADS = [
+    ("min", "1", ["dv.d", "dv.s"]),  # all tie on V: the double payload decides, -0.0 = 0.0
+    ("max", "1", ["dv.d", "dv.s"]),  # NaN above infinity
+    ("min", "dv.d", ["dv.s"]),
+    ("max", "dv.i", ["dv.dt"]),  # a NULL value never wins; dates as payload
+    ("min", "dv.i", ["dv.dec"]),
+    ("min", "1", ["dv.b", "dv.s"]),  # NULL payload first (Spark's order), then the next column
+    ("max", "1", ["dv.b", "dv.dt", "dv.k"]),
+    ("min", "1", ["dv.s", "dv.k"]),  # unicode strings by code point
+]
+
+
+@pytest.mark.parametrize("aggregate, value, payload", PAYLOADS)
+def test_payload_agrees_with_spark_and_python(spark, typed, aggregate, value, payload):
+    query = payload_query(aggregate, value, payload)
+    on_driver, places = outcome(spark, query, DRIVER)
+    on_spark, _ = outcome(spark, query, SPARK)
+    assert on_driver == on_spark, f"driver {on_driver} vs Spark {on_spark}"
+    assert "driver" in places, "never reached the driver"
+    assert on_spark[0] == "rows", on_spark
+    assert on_spark[1] == payload_oracle(aggregate, value, payload)

@@ -256,7 +256,7 @@ def test_aggregated_column_as_join_key(key):
          "SELECT Dst, Cost FROM path")
     err = analysis_error(q)
     assert err.condition == "RECSQL_AGGREGATE_AS_KEY"
-    assert f"`{key}` is an aggregated column of `path`" in err.message and "rule 1" in err.message
+    assert f"`{key}` is an aggregated or payload column of `path`" in err.message and "rule 1" in err.message
     start = q.index(f"{key} =")
     assert start <= err.pos <= start + len("path.")
 
@@ -268,7 +268,7 @@ def test_aggregated_column_feeding_group_key(key):
          "SELECT Dst, Cost FROM path")
     err = analysis_error(q)
     assert err.condition == "RECSQL_AGGREGATE_AS_KEY"
-    assert f"`{key}` is an aggregated column of `path`" in err.message
+    assert f"`{key}` is an aggregated or payload column of `path`" in err.message
 
 
 def test_aggregated_column_in_non_equi_condition_is_fine():
@@ -384,3 +384,61 @@ def test_limit_ends_union_all_recursion_only_where_spark_pushes_it(final, kind, 
 def test_head_names_come_from_the_anchor_as_in_spark(query, names):
     groups = [s for s in plan(query).steps if isinstance(s, GroupStep)]
     assert [c.name for c in groups[-1].ctes[0].head] == names
+
+
+# ---------------------------------------------------------------------------------- payload
+
+PAYLOAD = ("WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Pred) AS (SELECT 1, 0, 1) UNION "
+           "(SELECT edge.Dst, path.Cost + edge.Cost, edge.Src FROM path, edge WHERE path.Dst = edge.Src) "
+           "SELECT Dst, Cost, Pred FROM path")
+
+
+def test_payload_is_neither_key_nor_aggregate():
+    cte = plan(PAYLOAD).groups[0].ctes[0]
+    assert cte.group_key == ["Dst"] == cte.partition_key
+    assert [c.name for c in cte.aggregates] == ["Cost"]
+    assert [c.name for c in cte.payload(cte.aggregates[0])] == ["Pred"]
+    assert "min(Cost) with payload (Pred)" in render_plan(plan(PAYLOAD))
+
+
+@pytest.mark.parametrize("head, says", [
+    ("sum() AS Cost, argmin(Cost) AS Pred", "not supported in a head with `sum() AS Cost`"),
+    ("count() AS Cost, argmax(Cost) AS Pred", "not one winning derivation"),
+    ("min() AS Cost, argmax(Cost) AS Pred", "write `argmin(Cost) AS Pred`"),
+    ("min() AS Cost, argmin(Cst) AS Pred", "no column `Cst`. Did you mean `Cost`"),
+    ("min() AS Cost, argmin(Dst) AS Pred", "`Dst` is a group-key column"),
+    ("min() AS Cost, argmin() AS Pred", "must name the min() or max() column"),
+])
+def test_invalid_payload(head, says):
+    q = PAYLOAD.replace("min() AS Cost, argmin(Cost) AS Pred", head)
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_INVALID_PAYLOAD"
+    assert says in err.message
+    assert err.line == 1 and err.pos == q.index("arg")
+
+
+def test_payload_beside_a_sum_is_rejected():
+    q = PAYLOAD.replace("argmin(Cost) AS Pred", "argmin(Cost) AS Pred, sum() AS N").replace(
+        "SELECT 1, 0, 1", "SELECT 1, 0, 1, 1").replace("edge.Src FROM", "edge.Src, 1 FROM")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_INVALID_PAYLOAD" and "sum() AS N" in err.message
+    assert err.pos == q.index("argmin")
+
+
+@pytest.mark.parametrize("branch", [
+    "SELECT edge.Dst, path.Cost + edge.Cost, edge.Src FROM path, edge WHERE path.Pred = edge.Src",
+    "SELECT path.Pred, path.Cost + edge.Cost, edge.Src FROM path, edge WHERE path.Dst = edge.Src",
+])
+def test_payload_column_is_never_a_key(branch):
+    """A payload changes with its winner, like the aggregate it follows (rule 1)."""
+    q = PAYLOAD.replace("SELECT edge.Dst, path.Cost + edge.Cost, edge.Src FROM path, edge "
+                        "WHERE path.Dst = edge.Src", branch)
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_AGGREGATE_AS_KEY" and "path.Pred" in err.message
+
+
+def test_payload_outside_a_cte_head_is_a_parse_error():
+    from recsql.errors import RecSQLParseError
+
+    with pytest.raises(RecSQLParseError, match="argmin\\(Cost\\) AS Pred"):
+        parse_statement("SELECT * FROM edge AS e(argmin(Cost) AS Pred)")

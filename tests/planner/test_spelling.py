@@ -106,6 +106,21 @@ SAME_PLAN = {
         "WITH RECURSIVE r (X) AS (SELECT 1 UNION SELECT edge.Dst FROM r JOIN edge ON r.X = edge.Src "
         "GROUP BY edge.Dst) SELECT * FROM r",
     ),
+    "min_by": (
+        "WITH RECURSIVE path (Dst, min() AS Cost, argmin(Cost) AS Pred) AS (SELECT 1, 0, 1 UNION "
+        "SELECT e.Dst, p.Cost + e.Cost, e.Src FROM path p JOIN edge e ON p.Dst = e.Src) SELECT * FROM path",
+        "WITH RECURSIVE path (Dst, Cost, Pred) AS (SELECT 1, 0, 1 UNION SELECT e.Dst, MIN(p.Cost + e.Cost), "
+        "MIN_BY(e.Src, p.cost + e.cost) FROM path p JOIN edge e ON p.Dst = e.Src GROUP BY e.Dst) "
+        "SELECT * FROM path",
+    ),
+    "max_by_two_payloads_before_the_max": (
+        "WITH recursive longest (Dst, argmax(Len) AS Via, max() AS Len, argmax(Len) AS Cost) AS "
+        "(SELECT 1, 1, 0, 0) UNION (SELECT edge.Dst, edge.Src, longest.Len + 1, edge.Cost FROM longest, edge "
+        "WHERE longest.Dst = edge.Src) SELECT * FROM longest",
+        "WITH recursive longest (Dst, Via, Len, Cost) AS (SELECT 1, 1, 0, 0) UNION (SELECT edge.Dst, "
+        "max_by(edge.Src, longest.Len + 1), MAX(longest.Len + 1), MAX_BY(edge.Cost, longest.Len + 1) "
+        "FROM longest, edge WHERE longest.Dst = edge.Src GROUP BY edge.Dst) SELECT * FROM longest",
+    ),
 }
 
 
@@ -193,7 +208,7 @@ ERRORS = {
         "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "AVG(", ("AVG(", "MIN, MAX, SUM or COUNT", "not a function")),
     "min_by": (
         HEAD + f"SELECT edge.Dst, MIN_BY(edge.Src, path.Cost) {JOIN} GROUP BY edge.Dst" + TAIL,
-        "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "edge.Src, path.Cost)", ("argmin", "not supported yet")),
+        "RECSQL_INVALID_PAYLOAD", "edge.Src, path.Cost)", ("needs `MIN(path.Cost)`", "payload")),
     "collect_set": (
         HEAD + f"SELECT edge.Dst, COLLECT_SET(path.Cost) {JOIN} GROUP BY edge.Dst" + TAIL,
         "RECSQL_UNSUPPORTED_HEAD_AGGREGATE", "COLLECT_SET(", ("no head aggregate for it",)),
@@ -248,3 +263,27 @@ def test_errors_are_analysis_errors_with_the_statement():
     q = ERRORS["avg"][0]
     err = analysis_error(q)
     assert isinstance(err, RecSQLAnalysisError) and "== SQL ==" in str(err.with_sql(q))
+
+
+@pytest.mark.parametrize("term, says", [
+    ("SELECT e.Dst, MIN(p.Cost + e.Cost), MIN_BY(e.Src, p.Cost) FROM path p JOIN edge e "
+     "ON p.Dst = e.Src GROUP BY e.Dst", "needs `MIN(p.Cost)` as another output column"),
+    ("SELECT e.Dst, MIN(p.Cost + e.Cost), MAX_BY(e.Src, p.Cost + e.Cost) FROM path p JOIN edge e "
+     "ON p.Dst = e.Src GROUP BY e.Dst", "needs `MAX(p.Cost + e.Cost)`"),
+    ("SELECT e.Dst, SUM(p.Cost + e.Cost), MIN_BY(e.Src, p.Cost + e.Cost) FROM path p JOIN edge e "
+     "ON p.Dst = e.Src GROUP BY e.Dst", "needs `MIN(p.Cost + e.Cost)`"),
+])
+def test_min_by_without_its_extremum(term, says):
+    q = f"WITH RECURSIVE path (Dst, Cost, Pred) AS (SELECT 1, 0, 1 UNION {term}) SELECT * FROM path"
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_INVALID_PAYLOAD" and says in err.message
+    start = q.index("_BY(") - 3  # within the MIN_BY / MAX_BY call
+    assert start <= err.pos < q.index(")", start)
+
+
+def test_min_by_beside_a_sum_is_rejected():
+    q = ("WITH RECURSIVE path (Dst, Cost, Pred, N) AS (SELECT 1, 0, 1, 1 UNION SELECT e.Dst, "
+         "MIN(p.Cost + e.Cost), MIN_BY(e.Src, p.Cost + e.Cost), SUM(1) FROM path p JOIN edge e "
+         "ON p.Dst = e.Src GROUP BY e.Dst) SELECT * FROM path")
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_INVALID_PAYLOAD" and "sum() AS N" in err.message

@@ -17,6 +17,7 @@ from sqlglot import exp
 from recsql.executor.driver_sql import Untranslatable
 from recsql.executor.endgame.translate import duck_type
 from recsql.executor.state import (
+    BEST,
     CONTRIB,
     BagState,
     ContributorState,
@@ -24,7 +25,7 @@ from recsql.executor.state import (
     RelationState,
     SetState,
 )
-from recsql.planner.model import CTEPlan
+from recsql.planner.model import CTEPlan, HeadColumn
 
 _PRESENT = "__rq_present"  # marks the rows of a LEFT JOIN's right side that exist
 _CHANGES = "rq_changes"  # a sum/count head's changed contributors, per iteration
@@ -74,21 +75,54 @@ def _set(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
 
 
 def _extrema(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
+    """Per group, the better of the old value and the best new one; a column with payload is
+    compared as its ranked tuple (`_ranked`), whose fields give it and its payload."""
     key, aggs = state.key, cte.aggregates
-    best = exp.select(*[_col(k) for k in key],
-                      *[exp.alias_(_AGG[str(c.agg)](this=_col(c.name)), c.name) for c in aggs])
+    payloads = {c.name: cte.payload(c) for c in aggs}
+    merged = {c.name: BEST + c.name if payloads[c.name] else c.name for c in aggs}
+    best = exp.select(*[_col(k) for k in key], *[
+        exp.alias_(_AGG[str(c.agg)](this=_ranked(c, payloads[c.name]) if payloads[c.name]
+                                    else _col(c.name)), merged[c.name]) for c in aggs])
     best = best.from_(_table(names["new"]))
     if key:
         best = best.group_by(*[_col(k) for k in key])
-    value = {c.name: _EXTREME[str(c.agg)](this=_col(c.name, "o"), expressions=[_col(c.name, "b")],
-                                          ignore_nulls=True) for c in aggs}
-    outputs = [_col(c, "b") if c in key else exp.alias_(value[c], c) for c in state.columns]
-    delta = (exp.select(*outputs).from_("b")
+    value = {merged[c.name]: _EXTREME[str(c.agg)](
+        this=_col(merged[c.name], "o"), expressions=[_col(merged[c.name], "b")], ignore_nulls=True)
+        for c in aggs}
+    outputs: dict[str, exp.Expr] = {k: _col(k, "b") for k in key}
+    for c in aggs:
+        chosen = value[merged[c.name]]
+        if not payloads[c.name]:
+            outputs[c.name] = exp.alias_(chosen, c.name)
+            continue
+        for i, column in enumerate([c, *payloads[c.name]]):
+            field = exp.Anonymous(this="struct_extract",
+                                  expressions=[chosen.copy(), exp.Literal.string("v0" if i == 0 else f"p{i}")])
+            outputs[column.name] = exp.alias_(field, column.name)
+    ranked_old = [exp.alias_(_ranked(c, payloads[c.name]), merged[c.name])
+                  for c in aggs if payloads[c.name]]
+    delta = (exp.select(*[outputs[c] for c in state.columns]).from_("b")
              .join("o", on=_match("b", "o", key), join_type="left")
              .where(_changed(value))
              .with_("b", as_=best)
-             .with_("o", as_=_present(names["all"])))
+             .with_("o", as_=_present(names["all"], ranked_old)))
     return [_create(names["delta"], delta), *_replace_groups(names["all"], names["delta"], key)]
+
+
+def _ranked(column: HeadColumn, payload: list[HeadColumn]) -> exp.Expr:
+    """state.py's `ranked` tuple, as a DuckDB STRUCT that orders as Spark's: DuckDB puts a NULL
+    field after every value where Spark puts it first, so each payload field is preceded by a
+    flag that is false for NULL (the flag decides; two NULLs compare equal, as in Spark). The
+    value needs none: its own leading flag already sets NULL values apart."""
+    value = _col(column.name)
+    is_null = exp.Is(this=value, expression=exp.Null())
+    fields: list[tuple[str, exp.Expr]] = [
+        ("l", is_null if column.agg == "min" else exp.Not(this=is_null)), ("v0", value.copy())]
+    for i, p in enumerate(payload, start=1):
+        fields += [(f"n{i}", exp.Not(this=exp.Is(this=_col(p.name), expression=exp.Null()))),
+                   (f"p{i}", _col(p.name))]
+    return exp.Struct(expressions=[
+        exp.PropertyEQ(this=exp.to_identifier(name), expression=e) for name, e in fields])
 
 
 def _contributors(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
@@ -161,8 +195,8 @@ def _changed(values: Mapping[str, exp.Expr]) -> exp.Expr:
     ])
 
 
-def _present(table: str) -> exp.Select:
-    return exp.select(exp.Star(), exp.alias_(exp.true(), _PRESENT)).from_(_table(table))
+def _present(table: str, extra: list[exp.Expr] | None = None) -> exp.Select:
+    return exp.select(exp.Star(), *(extra or []), exp.alias_(exp.true(), _PRESENT)).from_(_table(table))
 
 
 def _replace_groups(all_: str, delta: str, key: list[str]) -> list[exp.Expr]:
