@@ -69,11 +69,11 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
     earlier statement if its input is unchanged, else the one `build` materializes from the
     repartitioned table, kept for later statements where that is safe."""
     plan = ctx.spark.table(table.sql).repartition(ctx.partitions, *columns)
+    if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
+        return build(plan)
     # the heavy-key watch observes a copy's top keys only when it is on
     slot = ("partitioned", _scope(ctx), *base_key(table, columns), ctx.partitions,
             ctx.settings.skew_enabled)
-    if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
-        return build(plan)
     return _kept(ctx, slot, table, plan, build)
 
 

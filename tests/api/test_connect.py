@@ -97,6 +97,27 @@ def test_sssp_predecessors_over_connect(connect, conf):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
+def test_qualified_table_over_connect(connect, conf):
+    """A schema-qualified table (dbt's `{{ ref() }}`) in a recursive branch, and a missing one."""
+    connect.sql("CREATE SCHEMA IF NOT EXISTS connect_names")
+    connect.createDataFrame(EDGES, "src INT, dst INT, cost INT").write.mode("overwrite") \
+        .format("parquet").saveAsTable("connect_names.edges")
+    query = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT e.dst, "
+             "path.Cost + e.cost FROM path, `connect_names`.`edges` AS e WHERE path.Dst = e.src) "
+             "SELECT Dst, Cost FROM path")
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(EDGES)
+    expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
+    try:
+        assert sorted(tuple(r) for r in recsql.sql(query, spark=connect, conf=conf).collect()) == expected
+        with pytest.raises(recsql.RecSQLError) as info:
+            recsql.sql(query.replace("`edges`", "`edgez`"), spark=connect).collect()
+        assert info.value.condition == "TABLE_OR_VIEW_NOT_FOUND" and info.value.line == 1
+        assert "`connect_names`.`edgez`" in info.value.message
+    finally:
+        connect.sql("DROP SCHEMA connect_names CASCADE")
+
+
 def test_connected_components_over_connect_match_networkx(connect):
     edges = [(1, 2), (2, 3), (4, 5), (6, 6), (7, 5)]
     undirected = edges + [(b, a) for a, b in edges]

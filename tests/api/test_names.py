@@ -187,3 +187,26 @@ def test_missing_table_is_sparks_error_named_as_written(spark, catalog, place, m
     assert err.sqlstate == "42P01"
     assert_points_at(err, q, missing)
     assert err.length == len(missing)
+
+
+def test_checkpoint_fingerprints_tell_tables_of_one_name_apart(spark, catalog, use):
+    """A checkpoint of `roads` under `USE names_db` is never resumed for `roads` under another
+    schema, nor one of `names_db.links` for the one-part `` `names_db.links` ``."""
+    from recsql.executor.recovery import fingerprint, read_relations
+    from recsql.executor.run import Runner
+    from recsql.parser import parse_statement
+    from recsql.settings import Settings
+
+    def fingerprint_of(reference: str) -> tuple[str, set]:
+        text = QUERY.replace("{T}", reference)
+        plan = Runner(spark, Settings.read(spark), None, {}).plan(parse_statement(text).expression, text)
+        return fingerprint(spark, plan, Settings.read(spark), None, {}), read_relations(plan)
+
+    use(DB)
+    here, names = fingerprint_of("roads e")
+    use("default")
+    there, _ = fingerprint_of("roads e")
+    assert here != there and [n.parts for n in names] == [("roads",)]
+    qualified, two_parts = fingerprint_of(f"{DB}.links e")
+    quoted, one_part = fingerprint_of(f"`{DB}.links` e")
+    assert {n.parts for n in two_parts} == {(DB, "links")} and {n.parts for n in one_part} == {(f"{DB}.links",)}
