@@ -35,11 +35,17 @@ class RecSQLServer:
                  "-c", "spark.sql.shuffle.partitions=2", "-c", "spark.ui.enabled=false",
                  "-c", "spark.driver.memory=2g"],
                 stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=self.home, env=env)
-        deadline = time.monotonic() + 240
+        try:
+            self.port = self.wait_for_port(deadline=time.monotonic() + 240)
+        except BaseException:  # interrupted too: never leave a server behind
+            self.stop()
+            raise
+        return self
+
+    def wait_for_port(self, deadline: float) -> int:
         while time.monotonic() < deadline:
             if match := re.findall(r"listening on 127\.0\.0\.1:(\d+)", self.log.read_text()):
-                self.port = int(match[-1])
-                return self
+                return int(match[-1])
             if self.process.poll() is not None:
                 raise AssertionError(f"recsql serve exited:\n{self.log.read_text()[-4000:]}")
             time.sleep(0.5)

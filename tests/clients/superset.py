@@ -4,9 +4,11 @@ Used by test_superset.py and benchmarks/superset.py."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
+import shutil
 import signal
 import subprocess
 import time
@@ -60,39 +62,53 @@ class Superset:
                  str(REPO))
 
     def set_up(self) -> Superset:
+        """recsql's dialect, and a metadata database with an admin (made once per virtualenv by
+        `superset db upgrade`, `fab create-admin` and `init`, minutes; then copied)."""
         self.install_recsql_dialect()
-        self.run("superset", "db", "upgrade")
-        self.run("superset", "fab", "create-admin", "--username", ADMIN[0], "--firstname", "Ada",
-                 "--lastname", "Admin", "--email", "admin@example.com", "--password", ADMIN[1])
-        self.run("superset", "init")
+        template = self.venv / "metadata-template.db"
+        with open(self.venv / "metadata-template.lock", "w") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)
+            if not template.exists():
+                self.run("superset", "db", "upgrade")
+                self.run("superset", "fab", "create-admin", "--username", ADMIN[0], "--firstname", "Ada",
+                         "--lastname", "Admin", "--email", "admin@example.com", "--password", ADMIN[1])
+                self.run("superset", "init")
+                shutil.copyfile(self.home / "superset.db", template.with_suffix(".partial"))
+                template.with_suffix(".partial").rename(template)
+            else:
+                shutil.copyfile(template, self.home / "superset.db")
         return self
 
     def start(self) -> Superset:
         with open(self.log, "a") as log:
             self.process = subprocess.Popen(
                 [str(self.venv / "bin" / "gunicorn"), "--bind", "127.0.0.1:0", "--workers", "1",
-                 "--threads", "4", "--timeout", "300", "superset.app:create_app()"],
+                 "--threads", "4", "--timeout", "300", "--no-control-socket",  # not a socket shared by every gunicorn
+                 "superset.app:create_app()"],
                 cwd=self.home, env=self.env, stdout=log, stderr=log, stdin=subprocess.DEVNULL)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            if match := re.findall(r"Listening at: (http://127\.0\.0\.1:\d+)", self.log.read_text()):
-                self.url = match[-1]
-                break
-            if self.process.poll() is not None:
-                raise AssertionError(f"gunicorn exited:\n{self.log.read_text()[-4000:]}")
-            time.sleep(0.5)
-        else:
-            raise AssertionError(f"Superset did not listen within 180 s:\n{self.log.read_text()[-4000:]}")
+        try:
+            self.url = self.wait_until_healthy(deadline=time.monotonic() + 240)
+        except BaseException:  # interrupted too: never leave a server behind
+            self.stop()
+            raise
+        return self
+
+    def wait_until_healthy(self, deadline: float) -> str:
         import requests
 
-        while time.monotonic() < deadline:  # the app loads in the worker after the bind
-            try:
-                if requests.get(f"{self.url}/health", timeout=10).status_code == 200:
-                    return self
-            except requests.ConnectionError:
+        url = ""
+        while time.monotonic() < deadline:
+            if not url and (match := re.findall(r"Listening at: (http://127\.0\.0\.1:\d+)", self.log.read_text())):
+                url = match[-1]
+            if self.process.poll() is not None:
+                raise AssertionError(f"gunicorn exited:\n{self.log.read_text()[-4000:]}")
+            try:  # the app loads in the worker after the bind
+                if url and requests.get(f"{url}/health", timeout=10).status_code == 200:
+                    return url
+            except requests.RequestException:  # refused, or a timeout while the worker loads the app
                 pass
             time.sleep(0.5)
-        raise AssertionError(f"Superset not healthy within 180 s:\n{self.log.read_text()[-4000:]}")
+        raise AssertionError(f"Superset not healthy within 240 s:\n{self.log.read_text()[-4000:]}")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
@@ -137,7 +153,7 @@ class SupersetAPI:
     def sql_lab(self, database: int, schema: str, sql: str) -> dict:
         return self.call("POST", "sqllab/execute/", json={
             "database_id": database, "schema": schema, "sql": sql, "runAsync": False,
-            "client_id": secrets.token_hex(5), "queryLimit": 10000, "tab": "recsql", "json": True})
+            "client_id": secrets.token_hex(5), "queryLimit": 10000, "tab": "recsql"})
 
     def add_dataset(self, database: int, schema: str, name: str, sql: str) -> int:
         return self.call("POST", "dataset/", expect=201, json={

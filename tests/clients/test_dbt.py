@@ -96,7 +96,8 @@ def node_status(dbt: DbtRuns, command: str, node: str) -> list[str]:
 def statements(dbt: DbtRuns, node: str) -> list[str]:
     """The SQL dbt sent for `node`, in order (from dbt.log's debug lines)."""
     pattern = re.compile(rf"On {re.escape(node)}: (.*?)(?=\n\S*\d\d:\d\d:\d\d\.\d+ )", re.S)
-    return [re.sub(r"/\* \{.*?\} \*/", "", s).strip() for s in pattern.findall(dbt.log)]
+    sent = [re.sub(r"/\* \{.*?\} \*/", "", s).strip() for s in pattern.findall(dbt.log)]
+    return [s for s in sent if s not in ("ROLLBACK", "Close")]  # dbt's bookkeeping, not sent
 
 
 def test_seed_twice(dbt, recsql_server):
