@@ -64,10 +64,10 @@ class Superset:
     def set_up(self) -> Superset:
         """recsql's dialect, and a metadata database with an admin (made once per virtualenv by
         `superset db upgrade`, `fab create-admin` and `init`, minutes; then copied)."""
-        self.install_recsql_dialect()
         template = self.venv / "metadata-template.db"
         with open(self.venv / "metadata-template.lock", "w") as guard:
-            fcntl.flock(guard, fcntl.LOCK_EX)
+            fcntl.flock(guard, fcntl.LOCK_EX)  # one set-up at a time changes the shared venv
+            self.install_recsql_dialect()
             if not template.exists():
                 self.run("superset", "db", "upgrade")
                 self.run("superset", "fab", "create-admin", "--username", ADMIN[0], "--firstname", "Ada",
