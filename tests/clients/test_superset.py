@@ -6,6 +6,7 @@ Lab. Rows are compared with networkx on the dbt seed's CSV."""
 
 from __future__ import annotations
 
+import networkx as nx
 import pytest
 
 from tests.clients import oracles
@@ -24,7 +25,7 @@ QUERIES = {
   SELECT e.dst, w.depth + 1 FROM walk w JOIN edges e ON w.node = e.src WHERE w.depth < 3)
 SELECT node, MIN(depth) AS hops FROM walk GROUP BY node""",
     # the nodes reachable from 1 by set recursion (UNION: recsql's, Spark's own refuses it) over a
-    # schema-qualified table (branch `names`)
+    # schema-qualified table, run with another current database (branch `names`)
     "qualified": """WITH RECURSIVE reach (node) AS (
   SELECT 1
   UNION
@@ -40,6 +41,7 @@ SELECT node, cost FROM path""",
 }
 
 
+CURRENT = {"qualified": "default"}  # the SQL Lab schema (current database) of a query if not SCHEMA
 COLUMNS = {"standard": ("node", "hops"), "qualified": ("node",), "min-group-by": ("node", "cost")}
 
 
@@ -85,7 +87,7 @@ def test_table_list_shows_tables(superset):
 @pytest.mark.parametrize("name", QUERIES)
 def test_recursive_query_in_sql_lab(superset, name):
     api, database = superset
-    answer = api.sql_lab(database, SCHEMA, QUERIES[name])
+    answer = api.sql_lab(database, CURRENT.get(name, SCHEMA), QUERIES[name])
     assert answer["status"] == "success", answer
     assert rows(answer["data"], tuple(c["column_name"] for c in answer["columns"])) == expected(name)
 
@@ -93,14 +95,29 @@ def test_recursive_query_in_sql_lab(superset, name):
 @pytest.mark.parametrize("name", QUERIES)
 def test_virtual_dataset_through_chart_data(superset, name):
     api, database = superset
-    dataset = api.add_dataset(database, SCHEMA, f"recursive_{name.replace('-', '_')}", QUERIES[name])
+    dataset = api.add_dataset(database, CURRENT.get(name, SCHEMA), f"recursive_{name.replace('-', '_')}", QUERIES[name])
     assert rows(api.chart_data(dataset, list(COLUMNS[name])), COLUMNS[name]) == expected(name)
 
 
 def test_create_table_as_recursive_query_in_sql_lab(superset, recsql_server):
-    """Superset's Hive dialect rewrites `USING parquet` into `STORED AS PARQUET`, which needs the
-    server's Hive support (branch `views`)."""
+    """Superset's Hive dialect rewrites `USING parquet` into `STORED AS PARQUET`; recsql writes a
+    recursive query's table itself."""
     api, database = superset
     answer = api.sql_lab(database, SCHEMA, f"CREATE TABLE {SCHEMA}.walks USING parquet AS {QUERIES['standard']}")
     assert answer["status"] == "success", answer
     assert sorted(recsql_server.query(f"SELECT node, hops FROM {SCHEMA}.walks")) == expected("standard")
+
+
+def test_recursive_query_over_a_table_created_in_sql_lab(superset):
+    """A plain CREATE TABLE ... USING parquet AS SELECT reaches Spark as `STORED AS PARQUET`, a
+    Hive table: it needs the server's Hive support (branch `views`)."""
+    api, database = superset
+    answer = api.sql_lab(database, SCHEMA, f"CREATE TABLE {SCHEMA}.cheap_edges USING parquet AS "
+                                           "SELECT src, dst FROM edges WHERE cost <= 5")
+    assert answer["status"] == "success", answer
+    answer = api.sql_lab(database, SCHEMA, QUERIES["qualified"].replace("analytics.edges", "cheap_edges"))
+    assert answer["status"] == "success", answer
+    graph = nx.DiGraph((s, d) for s, d, c in oracles.edges() if c <= 5)
+    graph.add_node(oracles.SOURCE)
+    reached = nx.descendants(graph, oracles.SOURCE) | {oracles.SOURCE}
+    assert rows(answer["data"], ("node",)) == sorted((n,) for n in reached)
