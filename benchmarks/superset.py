@@ -1,14 +1,14 @@
 """A Superset SQL Lab round trip of a small recursive query against `recsql serve`, with
 Superset's default Hive poll interval and with the one docs/server.md recommends.
 
-    python -m benchmarks.superset --runs 7 --out benchmarks/SUPERSET.md
+    python -m benchmarks.superset --runs 7 --warmup 3 --out benchmarks/SUPERSET.md
 
 Superset 6.1 in its own virtualenv (tests/clients/venvs.py builds it from PyPI on first use),
 served by gunicorn on 127.0.0.1; `recsql serve` in a process of its own. A round trip is the
 wall time of one `POST /api/v1/sqllab/execute/` (synchronous, as SQL Lab runs without Celery)
-as the client sees it, rows included. Runs after a warm-up, the two configurations one after the
-other (one Superset at a time); medians with min-max. Not a test: timings on a shared 2-core
-machine vary.
+as the client sees it, rows included, beside the same query over PyHive without Superset. Both
+Supersets run side by side, the three interleaved after warm-up rounds; medians with min-max.
+Not a test: timings on a shared 2-core machine vary.
 """
 
 from __future__ import annotations
@@ -30,27 +30,52 @@ SELECT node FROM reach"""
 TRIVIAL = "SELECT 1 AS one"
 
 
-def round_trips(api, database: int, sql: str, runs: int) -> list[float]:
-    api.sql_lab(database, "analytics", sql)  # warm-up
-    seconds = []
-    for _ in range(runs):
-        started = time.perf_counter()
-        answer = api.sql_lab(database, "analytics", sql)
-        seconds.append(time.perf_counter() - started)
-        assert answer["status"] == "success", answer
-    return seconds
+def sql_lab(api, database: int, sql: str) -> float:
+    started = time.perf_counter()
+    answer = api.sql_lab(database, "analytics", sql)
+    assert answer["status"] == "success", answer
+    return time.perf_counter() - started
 
 
-def measure(home: Path, server, poll: str, runs: int) -> dict[str, list[float]]:
+def direct(server, sql: str) -> float:
+    """The same query over a new PyHive connection (what Superset's engine does, minus Superset)."""
+    started = time.perf_counter()
+    server.query(sql, database="analytics")
+    return time.perf_counter() - started
+
+
+def start(home: Path, server, poll: str):
     from tests.clients.superset import Superset, SupersetAPI
 
     app = Superset(home, poll=poll).set_up()
     try:
         api = SupersetAPI(app.start().url)
-        database = api.add_database("recsql", f"hive+recsql://analyst@127.0.0.1:{server.port}/analytics")
-        return {sql: round_trips(api, database, sql, runs) for sql in (QUERY, TRIVIAL)}
-    finally:
+        return app, api, api.add_database("recsql", f"hive+recsql://analyst@127.0.0.1:{server.port}/analytics")
+    except BaseException:
         app.stop()
+        raise
+
+
+def measure(homes: dict[str, Path], server, runs: int, warmup: int) -> dict[tuple[str, str], list[float]]:
+    """Round trips of both queries through both Supersets and directly, interleaved."""
+    from tests.clients.superset import POLL
+
+    apps = {}
+    try:
+        for name, poll in (("default", ""), ("tuned", POLL)):
+            apps[name] = start(homes[name], server, poll)
+        times: dict[tuple[str, str], list[float]] = {}
+        for run in range(warmup + runs):
+            for sql in (QUERY, TRIVIAL):
+                order = ["default", "tuned", "direct"]
+                for name in order if run % 2 == 0 else reversed(order):
+                    seconds = direct(server, sql) if name == "direct" else sql_lab(apps[name][1], apps[name][2], sql)
+                    if run >= warmup:
+                        times.setdefault((name, sql), []).append(seconds)
+        return times
+    finally:
+        for app, _, _ in apps.values():
+            app.stop()
 
 
 def summary(values: list[float]) -> str:
@@ -60,6 +85,7 @@ def summary(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
     parser.add_argument("--out", default="benchmarks/SUPERSET.md")
     args = parser.parse_args()
 
@@ -69,10 +95,10 @@ def main() -> None:
 
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="recsql-bench-superset-") as scratch:
-        homes = [Path(scratch, name) for name in ("serve", "default", "tuned")]
-        for home in homes:
+        homes = {name: Path(scratch, name) for name in ("serve", "default", "tuned")}
+        for home in homes.values():
             home.mkdir()
-        server = RecSQLServer(homes[0]).start()
+        server = RecSQLServer(homes["serve"]).start()
         try:
             connection, cursor = server.cursor()
             cursor.execute("CREATE DATABASE IF NOT EXISTS analytics")
@@ -80,28 +106,33 @@ def main() -> None:
             cursor.execute("INSERT INTO analytics.edges VALUES "
                            + ", ".join(f"({s}, {d}, {c})" for s, d, c in oracles.edges()))
             connection.close()
-            tuned = measure(homes[2], server, POLL, args.runs)
-            default = measure(homes[1], server, "", args.runs)
+            times = measure(homes, server, args.runs, args.warmup)
         finally:
             server.stop()
     load_after = os.getloadavg()
 
+    def row(sql: str) -> str:
+        return " | ".join(summary(times[(name, sql)]) for name in ("default", "tuned", "direct"))
+
     text = f"""# Superset SQL Lab round trip against `recsql serve`
 
-- command: `python -m benchmarks.superset --runs {args.runs} --out {args.out}`
+- command: `python -m benchmarks.superset --runs {args.runs} --warmup {args.warmup} --out {args.out}`
 - machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()};
   apache-superset 6.1.0 (gunicorn, 1 worker, 4 threads, SQLite metadata database), database
   `hive+recsql://` (recsql's SQLAlchemy dialect, Superset's Hive engine spec); `recsql serve`
   on Spark `local[2]`, the dbt seed's 93 edges in `analytics.edges`
 - load average before / after: {' / '.join(f'{x:.2f}' for x in load_before)} /
   {' / '.join(f'{x:.2f}' for x in load_after)}
-- a round trip: one `POST /api/v1/sqllab/execute/` (synchronous), timed by the client; {args.runs}
-  runs after a warm-up; median (min-max), seconds
+- a round trip: one `POST /api/v1/sqllab/execute/` (synchronous), timed by the client; both
+  Supersets run side by side against one server, and "PyHive" is the same query on a new
+  PyHive connection without Superset (what Superset's engine does underneath); {args.warmup}
+  untimed rounds, then {args.runs} rounds, each query through the three in alternating order;
+  median (min-max), seconds
 
-| query | Superset's default (polls every 5 s) | `{POLL}` |
-|---|--:|--:|
-| the recursive query below | {summary(default[QUERY])} | {summary(tuned[QUERY])} |
-| `{TRIVIAL}` | {summary(default[TRIVIAL])} | {summary(tuned[TRIVIAL])} |
+| query | Superset's default (polls every 5 s) | `{POLL}` | PyHive, no Superset |
+|---|--:|--:|--:|
+| the recursive query below | {row(QUERY)} |
+| `{TRIVIAL}` | {row(TRIVIAL)} |
 
 ```sql
 {QUERY}
