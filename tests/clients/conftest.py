@@ -18,7 +18,8 @@ from tests.conftest import REPO
 
 
 class RecSQLServer:
-    """`recsql serve --port 0` in `home`; its log is `home/serve.log`."""
+    """`recsql serve --port 0` in `home`; its log is `home/serve.log`. (With a Hive metastore it
+    starts in minutes on a loaded machine.)"""
 
     def __init__(self, home: Path):
         self.home = home
@@ -36,7 +37,7 @@ class RecSQLServer:
                  "-c", "spark.driver.memory=2g"],
                 stdout=log, stderr=log, stdin=subprocess.DEVNULL, cwd=self.home, env=env)
         try:
-            self.port = self.wait_for_port(deadline=time.monotonic() + 240)
+            self.port = self.wait_for_port(deadline=time.monotonic() + 600)
         except BaseException:  # interrupted too: never leave a server behind
             self.stop()
             raise
@@ -49,7 +50,7 @@ class RecSQLServer:
             if self.process.poll() is not None:
                 raise AssertionError(f"recsql serve exited:\n{self.log.read_text()[-4000:]}")
             time.sleep(0.5)
-        raise AssertionError(f"recsql serve did not listen within 240 s:\n{self.log.read_text()[-4000:]}")
+        raise AssertionError(f"recsql serve did not listen within 600 s:\n{self.log.read_text()[-4000:]}")
 
     def stop(self) -> None:
         if self.process and self.process.poll() is None:
