@@ -4,25 +4,56 @@
     df = recsql.sql("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
                     "(SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge "
                     "WHERE path.Dst = edge.Src) SELECT Dst, Cost FROM path")
+
+The public names load on first use, so that `import recsql.sqlalchemy` (the SQLAlchemy dialect,
+installed without recsql's dependencies into a BI tool's environment) does not load Spark.
 """
 
-from recsql.api import explain, run, script, sql
-from recsql.errors import (
-    RecSQLAnalysisError,
-    RecSQLEnvironmentError,
-    RecSQLError,
-    RecSQLExecutionError,
-    RecSQLParseError,
-)
-from recsql.executor.run import Result
-from recsql.executor.session import session
-from recsql.executor.stats import IterationStats
-from recsql.server import serve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from recsql.api import explain, run, script, sql
+    from recsql.errors import (
+        RecSQLAnalysisError,
+        RecSQLEnvironmentError,
+        RecSQLError,
+        RecSQLExecutionError,
+        RecSQLParseError,
+    )
+    from recsql.executor.run import Result
+    from recsql.executor.session import session
+    from recsql.executor.stats import IterationStats
+    from recsql.server import serve
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "explain": "recsql.api", "run": "recsql.api", "script": "recsql.api", "sql": "recsql.api",
+    "RecSQLAnalysisError": "recsql.errors", "RecSQLEnvironmentError": "recsql.errors",
+    "RecSQLError": "recsql.errors", "RecSQLExecutionError": "recsql.errors",
+    "RecSQLParseError": "recsql.errors", "Result": "recsql.executor.run",
+    "session": "recsql.executor.session", "IterationStats": "recsql.executor.stats",
+    "serve": "recsql.server",
+}
 
 __all__ = [
     "IterationStats", "RecSQLAnalysisError", "RecSQLEnvironmentError", "RecSQLError",
     "RecSQLExecutionError", "RecSQLParseError", "Result", "explain", "run", "script", "session",
     "serve", "sql", "__version__",
 ]
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'recsql' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

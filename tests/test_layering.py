@@ -91,3 +91,25 @@ def test_imports_point_down():
             elif RANKS[room(target)] > RANKS[room(module)]:
                 wrong.append(f"{module} -> {target} (upward)")
     assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_sqlalchemy_dialect_imports_only_pyhive_and_sqlalchemy():
+    """`recsql.sqlalchemy` is installed into BI tools' environments without recsql's dependencies
+    (`pip install --no-deps`): it may import the standard library, PyHive and SQLAlchemy only,
+    and loading it must not load the rest of recsql (the package's names load lazily)."""
+    import subprocess
+    import sys
+
+    allowed = {"__future__", "pyhive", "sqlalchemy"}
+    found = set()
+    for node in ast.walk(ast.parse((PACKAGE / "sqlalchemy.py").read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            found.add("." if node.level else (node.module or "").split(".")[0])
+    assert found - set(sys.stdlib_module_names) <= allowed, found
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, recsql.sqlalchemy; "
+         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('recsql', 'pyspark', 'sqlglot')))"],
+        capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout
+    assert loaded.strip() == "['recsql', 'recsql.sqlalchemy']"
