@@ -40,14 +40,15 @@ def render(node: exp.Expr, escape_braces: bool) -> str:
     """Spark SQL text of `node`; identifiers are quoted so reserved words (`From`) stay names.
 
     When the text goes through pyspark's `{name}` formatting, braces inside string literals
-    are doubled so they survive it.
+    are doubled so they survive it, and comments are left out: a tool's comment holds braces too
+    (dbt prefixes every statement with `/* {"app": "dbt", ...} */`).
     """
     if escape_braces:
         node = node.copy()
         for literal in node.find_all(exp.Literal):
             if literal.is_string and ("{" in literal.this or "}" in literal.this):
                 literal.set("this", literal.this.replace("{", "{{").replace("}", "}}"))
-    return node.sql("rasql", identify=True)
+    return node.sql("rasql", identify=True, comments=not escape_braces)
 
 
 def run_sql(

@@ -198,3 +198,12 @@ def test_a_view_plain_spark_alters_is_what_spark_now_holds(spark, edge_table):
     recsql.sql("CREATE VIEW sp AS " + SSSP, spark=spark)
     spark.sql("ALTER VIEW sp AS SELECT Src AS Dst, Cost FROM views_edge WHERE Cost > 3")
     assert rows(recsql.sql("SELECT * FROM sp", spark=spark)) == sorted((s, c) for s, _, c in EDGE if c > 3)
+
+
+def test_a_tool_comment_with_braces_before_a_read_of_a_recursive_view(spark, edge_table):
+    """dbt prefixes every statement with `/* {"app": "dbt", ...} */`; the braces must not reach
+    pyspark's `{name}` formatting of the expanded statement (was KeyError '"app"')."""
+    edge_table.append("sp_commented")
+    recsql.sql("CREATE VIEW sp_commented AS " + SSSP, spark=spark)
+    query = '/* {"app": "dbt", "node_id": "test.x"} */\nSELECT Dst, Cost FROM sp_commented WHERE Cost > 3'
+    assert rows(recsql.sql(query, spark=spark)) == [(d, c) for d, c in sssp(EDGE) if c > 3]
