@@ -110,6 +110,28 @@ def _push(query: exp.Select, ctes: dict[str, exp.CTE], key: str, column: str,
     head = alias.columns[index] if alias is not None and alias.columns else None
     if isinstance(head, AggregateColumn):
         raise _NotPushed(f"{head.name} is aggregated: its value depends on rows the filter removes")
+    try:
+        anchors = _anchors_if_carried(cte, key, branches, columns[index], index)
+        backwards = None
+    except _NotPushed as reason:
+        backwards = _reversed_closure(cte, key, branches, index)
+        if backwards is None:
+            raise reason from None
+        anchors = _anchors_if_carried(cte, key, [branches[0], backwards], columns[index], index)
+    pushed = [(branch, _anchor_filter(branch, number, index, templates)) for number, branch in anchors]
+    if backwards is not None:
+        branches[1].replace(backwards)
+    for branch, predicate in pushed:
+        branch.where(predicate, copy=False)
+    if backwards is not None:
+        return (f"{cte.alias}, evaluated backwards from the bound column (its linear rule "
+                f"reversed: {backwards.sql('rasql')})")
+    return cte.alias
+
+
+def _anchors_if_carried(cte: exp.CTE, key: str, branches: list[exp.Query], name: str,
+                        index: int) -> list[tuple[int, exp.Query]]:
+    """The base branches (numbered), if every recursive branch carries column `name` unchanged."""
     anchors = []
     for number, branch in enumerate(branches, start=1):
         refs = _refs(branch, key)
@@ -119,11 +141,92 @@ def _push(query: exp.Select, ctes: dict[str, exp.CTE], key: str, column: str,
             raise _NotPushed(f"branch {number} reads {cte.alias} {len(refs)} times (non-linear "
                              "recursion is not handled)")
         else:
-            _check_carried(branch, number, refs[0], columns[index], index)
-    pushed = [(branch, _anchor_filter(branch, number, index, templates)) for number, branch in anchors]
-    for branch, predicate in pushed:
-        branch.where(predicate, copy=False)
-    return cte.alias
+            _check_carried(branch, number, refs[0], name, index)
+    return anchors
+
+
+def _reversed_closure(cte: exp.CTE, key: str, branches: list[exp.Query], index: int) -> exp.Select | None:
+    """For a transitive closure `tc(A, B) <- E(A, B); tc(A, B) <- tc(A, Z), E(Z, B)` (set
+    semantics, no aggregate, the base branch first and exactly E's two columns), the other
+    linear rule `tc(A, B) <- E(A, Z), tc(Z, B)` (or back): both derive the closure of E, and the
+    reversed one carries the column the original computes, so a binding on it can start the
+    recursion. None when `cte` is not that shape."""
+    _, alls = branches_of(cte.this)
+    alias = cte.args.get("alias")
+    if any(alls) or len(branches) != 2 or _refs(branches[0], key) or len(_columns(cte)) != 2 \
+            or any(isinstance(c, AggregateColumn) for c in (alias.columns if alias else [])):
+        return None
+    anchor, linear = branches
+    edge = _edge(anchor)
+    if edge is None or not isinstance(linear, exp.Select) or _clauses(linear, "joins", "where"):
+        return None
+    table, source, target = edge
+    tables = _sources(linear)
+    refs = [t for t in tables if isinstance(t, exp.Table) and is_cte_reference(t, {key})]
+    others = [t for t in tables if t not in refs]
+    if len(tables) != 2 or len(refs) != 1 or len(others) != 1 or not isinstance(others[0], exp.Table) \
+            or others[0].args.get("db") or others[0].name.lower() != table:
+        return None
+    condition = _only_equality(linear)
+    outputs = [e.unalias() for e in linear.expressions]
+    if condition is None or len(outputs) != 2 or not all(isinstance(c, exp.Column) for c in outputs):
+        return None
+    ref, edge_alias = refs[0].alias_or_name.lower(), others[0].alias_or_name.lower()
+    a, b = _columns(cte)
+
+    def named(columns):
+        return [(c.table.lower(), c.name.lower()) for c in columns]
+    shape, joined = named(outputs), set(named(condition))
+    if shape == [(ref, a), (edge_alias, target)] and joined == {(ref, b), (edge_alias, source)} \
+            and index == 1:  # right-linear, B bound: E(A, Z), tc(Z, B)
+        outs, on = [(edge_alias, source), (ref, b)], ((edge_alias, target), (ref, a))
+    elif shape == [(edge_alias, source), (ref, b)] and joined == {(edge_alias, target), (ref, a)} \
+            and index == 0:  # left-linear, A bound: tc(A, Z), E(Z, B)
+        outs, on = [(ref, a), (edge_alias, target)], ((ref, b), (edge_alias, source))
+    else:
+        return None
+
+    written = {(c.table.lower(), c.name.lower()): c for c in (*outputs, *condition)}
+
+    def col(pair):  # every column the reversed rule names is one the original names
+        return written[pair].copy()
+    return (exp.select(*(col(o) for o in outs)).from_(refs[0].copy())
+            .join(others[0].copy(), on=exp.EQ(this=col(on[0]), expression=col(on[1]))))
+
+
+def _edge(anchor: exp.Query) -> tuple[str, str, str] | None:
+    """(table, source column, target column) of a base branch `SELECT s, d FROM E`."""
+    if not isinstance(anchor, exp.Select) or _clauses(anchor):
+        return None
+    tables = _sources(anchor)
+    if len(tables) != 1 or not isinstance(tables[0], exp.Table) or tables[0].args.get("db") \
+            or not isinstance(tables[0].this, exp.Identifier):
+        return None
+    outputs = [e.unalias() for e in anchor.expressions]
+    if len(outputs) != 2 or not all(isinstance(c, exp.Column) and c.table.lower() in (
+            "", tables[0].alias_or_name.lower()) for c in outputs):
+        return None
+    return tables[0].name.lower(), outputs[0].name.lower(), outputs[1].name.lower()
+
+
+def _clauses(select: exp.Select, *allowed: str) -> bool:
+    clauses = ("joins", "where", "group", "having", "qualify", "order", "limit", "offset",
+               "distinct", "windows", "laterals")
+    return any(select.args.get(k) for k in clauses if k not in allowed)
+
+
+def _only_equality(select: exp.Select) -> tuple[exp.Column, exp.Column] | None:
+    """The branch's only condition, `column = column` (in WHERE or an inner join's ON)."""
+    conditions = [select.args["where"].this] if select.args.get("where") else []
+    for join in select.args.get("joins") or []:
+        if join.args.get("using") or join.side or join.kind not in ("", "CROSS", "INNER"):
+            return None
+        if join.args.get("on"):
+            conditions.append(join.args["on"])
+    if len(conditions) != 1 or not isinstance(conditions[0], exp.EQ):
+        return None
+    sides = (conditions[0].this, conditions[0].expression)
+    return sides if all(isinstance(s, exp.Column) and s.table for s in sides) else None
 
 
 def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -> str:

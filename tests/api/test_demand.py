@@ -79,10 +79,15 @@ def test_shortest_paths_from_one_source(spark, edges):
 
 
 @pytest.mark.parametrize("edges", [4], indirect=True)
-def test_a_filter_on_the_far_end_is_not_pushed_and_still_right(spark, edges):
-    result = recsql.run(TC.format(where="Y = 5"), spark=spark)
-    assert rows(result.df) == sorted((x, y) for x, y in oracles.transitive_closure(edges) if y == 5)
-    assert "not pushed Y = 5" in result.plan.demand[0]
+def test_a_filter_on_the_far_end_runs_backwards(spark, edges):
+    result = recsql.run(TC.format(where="Y IN (5, 6)"), spark=spark)
+    g = nx.DiGraph([(s, d) for s, d, _ in edges])
+    expected = sorted((x, y) for y in (5, 6) if y in g for x in nx.ancestors(g, y) | (
+        {y} if any(nx.has_path(g, s, y) for s in g.successors(y)) else set()))
+    assert rows(result.df) == expected
+    assert rows(result.df) == sorted((x, y) for x, y in oracles.transitive_closure(edges) if y in (5, 6))
+    assert "evaluated backwards" in result.plan.demand[0]
+    assert produced(result) == len(expected)
 
 
 @pytest.mark.parametrize("edges", [5], indirect=True)

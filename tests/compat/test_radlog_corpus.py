@@ -335,6 +335,7 @@ def test_radlog_coalesce_with_aliased_view(spark, corpus):
 # whether the filter reaches the recursion's base branches)
 DEMAND_CASES = [
     ("radlog_tc_ll.sql", "arc", "arc.csv", "tc_ll_arc.csv", 0, "A", True),
+    ("radlog_tc_ll.sql", "arc", "arc.csv", "tc_ll_arc.csv", 1, "B", True),  # backwards
     ("radlog_apsp.sql", "warc", "s1.csv", "apsp_s1.csv", 0, "From", True),
     ("radlog_apsp.sql", "warc", "s1.csv", "apsp_s1.csv", 1, "To", False),
     # `SELECT X, B, Cnt FROM paths, rc`: X is unqualified beside a second table (not pushed)

@@ -78,7 +78,13 @@ def test_joined_final_query_pushes_only_the_ctes_own_conjuncts():
 
 
 @pytest.mark.parametrize("sql, reason", [
-    (TC + "SELECT * FROM tc WHERE Y = 9", "not carried unchanged by recursive branch 2"),
+    (APSP + "SELECT * FROM path WHERE Dst = 9", "not carried unchanged by recursive branch 2"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge WHERE Cost > 1 UNION "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE Y = 1",
+     "not carried unchanged"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION ALL "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE Y = 1",
+     "not carried unchanged"),
     ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
      "SELECT a.X, b.Y FROM tc a, tc b WHERE a.Y = b.X) SELECT * FROM tc WHERE X = 1", "non-linear"),
     (TC + "SELECT * FROM tc WHERE X = 1 UNION ALL SELECT * FROM tc WHERE X = 2", None),
@@ -96,9 +102,9 @@ def test_joined_final_query_pushes_only_the_ctes_own_conjuncts():
      "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE X = Y", None),
 ])
 def test_not_pushed_where_unsound(sql, reason):
-    p = plan(sql)
-    assert all(a == "" for s in p.steps if isinstance(s, GroupStep) for c in s.ctes
-               for a in anchors(p, c.name))
+    p, off = plan(sql), plan(sql, demand=False)
+    names = [c.name for s in off.steps if isinstance(s, GroupStep) for c in s.ctes]
+    assert [anchors(p, n) for n in names] == [anchors(off, n) for n in names]
     if reason is None:
         assert p.demand == []
     else:
@@ -115,12 +121,28 @@ def test_through_a_stored_recursive_view():
     assert "demand: pushed boss = 9" in render_plan(p)
 
 
-def test_a_view_over_a_non_carried_column_says_why():
+def test_a_view_filtered_on_its_far_end_runs_backwards():
     body = TC + "SELECT X AS boss, Y AS member FROM tc"
     views = {"org_closure": StoredView("default.org_closure", body, ("boss", "member"))}
     p = plan("SELECT boss FROM org_closure WHERE member = 9", views)
-    assert anchors(p, "org_closure__tc") == [""]
-    assert "not carried unchanged" in p.demand[0]
+    assert anchors(p, "org_closure__tc") == ["Dst = 9"]
+    assert "evaluated backwards" in p.demand[0]
+
+
+@pytest.mark.parametrize("recursive, where, anchor, reversed_rule", [
+    ("SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src", "Y = 9", "Dst = 9",
+     "SELECT edge.Src, tc.Y FROM tc JOIN edge ON edge.Dst = tc.X"),
+    ("SELECT e.Src, tc.Y FROM edge AS e JOIN tc ON e.Dst = tc.X", "X IN (1, 2)", "Src IN (1, 2)",
+     "SELECT tc.X, e.Dst FROM tc JOIN edge AS e ON tc.Y = e.Src"),
+])
+def test_backwards_reverses_a_linear_closure(recursive, where, anchor, reversed_rule):
+    sql = (f"WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION {recursive}) "
+           f"SELECT * FROM tc WHERE {where}")
+    p = plan(sql)
+    assert anchors(p, "tc") == [anchor]
+    assert reversed_rule in p.demand[0] and "evaluated backwards" in p.demand[0]
+    cte = p.steps[0].ctes[0]
+    assert cte.recursive_branches[0].bases[0].columns == (anchor.split()[0],)  # joined on it
 
 
 def test_the_rewritten_ast_is_only_the_anchor():
