@@ -53,6 +53,10 @@ class _NotPushed(Exception):
     pass
 
 
+class _NoRecursion(_NotPushed):
+    """The filtered CTE reads no recursion: nothing to say in EXPLAIN."""
+
+
 def push_demand(query: exp.Query) -> Demand:
     """`query` with the final query's filters on recursive CTEs pushed into their anchors."""
     with_ = query.args.get("with_")
@@ -81,6 +85,8 @@ def push_demand(query: exp.Query) -> Demand:
             try:
                 target = _push(query, ctes, table.name.lower(), column, templates)
                 notes.append(f"demand: pushed {shown} into the base branches of {target}")
+            except _NoRecursion:
+                pass
             except _NotPushed as reason:
                 notes.append(f"demand: not pushed {shown} into {table.name}: {reason}")
     return Demand(query, notes)
@@ -232,6 +238,8 @@ def _only_equality(select: exp.Select) -> tuple[exp.Column, exp.Column] | None:
 def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -> str:
     """A non-recursive CTE `SELECT a, b FROM r` (a stored view's expansion): push into `r`."""
     body = cte.this
+    if not any(_recursive(ctes, t.name.lower()) for t in _refs_any(body, ctes)):
+        raise _NoRecursion()
     if not isinstance(body, exp.Select) or has_modifiers(body) or any(
             body.args.get(k) for k in ("group", "having", "joins", "qualify", "windows")) \
             or body.find(exp.AggFunc, exp.Window) is not None:
@@ -375,6 +383,21 @@ def _mutual(ctes: dict[str, exp.CTE], key: str) -> bool:
                     todo.append(name)
         return seen
     return any(key in reached(other) for other in reached(key) if other != key)
+
+
+def _recursive(ctes: dict[str, exp.CTE], key: str) -> bool:
+    """CTE `key` is recursive, or reads one that is."""
+    seen, todo = set(), [key]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        reads = {t.name.lower() for t in _refs_any(ctes[name].this, ctes)}
+        if name in reads or _mutual(ctes, name):
+            return True
+        todo.extend(reads)
+    return False
 
 
 def _refs_any(node: exp.Expr, ctes) -> list[exp.Table]:

@@ -152,3 +152,9 @@ def test_the_rewritten_ast_is_only_the_anchor():
     off_branches = [b.select for b in off.steps[0].ctes[0].branches]
     assert on_branches[1] == off_branches[1]
     assert on_branches[0] == off_branches[0].copy().where(exp.condition("Src = 9"))
+
+
+def test_a_filter_on_a_plain_cte_says_nothing():
+    p = plan(TC.replace("WITH recursive tc", "WITH recursive n (a) AS (SELECT 1), tc")
+             + "SELECT n.a, tc.Y FROM n, tc WHERE n.a = 1 AND tc.X = 2")
+    assert p.demand == ["demand: pushed X = 2 into the base branches of tc"]
