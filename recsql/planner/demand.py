@@ -68,22 +68,22 @@ def push_demand(query: exp.Query) -> Demand:
     sources = _sources(query)
     notes: list[str] = []
     for table in sources:
-        if not is_cte_reference(table, ctes):
+        if not isinstance(table, exp.Table) or not is_cte_reference(table, ctes):
             continue
         by_column: dict[str, list[exp.Expr]] = {}
         written: dict[str, str] = {}
         for conjunct in query.args["where"].this.flatten() \
                 if isinstance(query.args["where"].this, exp.And) else [query.args["where"].this]:
-            column = _filtered_column(conjunct, table, len(sources) == 1)
-            if column is not None:
+            filtered = _filtered_column(conjunct, table, len(sources) == 1)
+            if filtered is not None:
                 template = conjunct.copy().transform(
-                    lambda n, c=column: exp.column(MARK) if _same_column(n, c) else n)
-                by_column.setdefault(column.name.lower(), []).append(template)
-                written.setdefault(column.name.lower(), column.name)
-        for column, templates in by_column.items():
-            shown = " AND ".join(_show(t, written[column]) for t in templates)
+                    lambda n, c=filtered: exp.column(MARK) if _same_column(n, c) else n)
+                by_column.setdefault(filtered.name.lower(), []).append(template)
+                written.setdefault(filtered.name.lower(), filtered.name)
+        for name, templates in by_column.items():
+            shown = " AND ".join(_show(t, written[name]) for t in templates)
             try:
-                target = _push(query, ctes, table.name.lower(), column, templates)
+                target = _push(query, ctes, table.name.lower(), name, templates)
                 notes.append(f"demand: pushed {shown} into the base branches of {target}")
             except _NoRecursion:
                 pass
