@@ -104,6 +104,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "rollover.maxRows": ("rollover_max_rows", 0, _non_negative_int,
                          "an iteration whose estimated join output exceeds this many rows runs "
                          "in slices, each merged before the next (0: never)"),
+    "demand.enabled": ("demand_enabled", True, _bool,
+                       "push the final query's filters on a recursive CTE or view into its base "
+                       "branches where the recursion carries the filtered column unchanged"),
     "checkpointInterval": ("checkpoint_interval", 50, _non_negative_int,
                            "iterations between reliable checkpoints of the recursive state "
                            "(0: none; only with a checkpoint directory)"),
@@ -132,6 +135,7 @@ class Settings:
     skew_min_rows: int = 10000
     skew_max_keys: int = 16
     rollover_max_rows: int = 0
+    demand_enabled: bool = True
     checkpoint_interval: int = 50
     checkpoint_dir: str = ""
 

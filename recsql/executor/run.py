@@ -83,7 +83,7 @@ class Runner:
 
     def plan(self, query: exp.Query, sql: str) -> QueryPlan | None:
         with quiet_pyspark_error_logs():
-            return plan_query(query, sql, SparkCatalog(self.spark))
+            return plan_query(query, sql, SparkCatalog(self.spark), demand=self.settings.demand_enabled)
 
     def expand(self, query: exp.Query, sql: str) -> Expansion:
         """`query` with the recursive views it reads expanded into CTEs."""

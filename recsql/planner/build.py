@@ -16,6 +16,7 @@ from recsql.parser.dialect import AggregateColumn
 from recsql.planner import checks, doubling
 from recsql.planner.branches import bound_table, branches_of
 from recsql.planner.catalog import Catalog
+from recsql.planner.demand import Demand, push_demand
 from recsql.planner.limits import split_limited_reads
 from recsql.planner.locate import locate
 from recsql.planner.model import (
@@ -67,8 +68,10 @@ class CTEDef:
         return any(isinstance(c, AggregateColumn) for c in self.column_list or [])
 
 
-def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None:
-    """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is."""
+def plan_query(query: exp.Query, sql: str, catalog: Catalog, demand: bool = True) -> QueryPlan | None:
+    """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is.
+
+    `demand`: push the final query's filters on recursive CTEs into their anchors."""
     query = rewrite_search_cycle(query, sql, lambda cte: _columns_of(cte, sql, catalog))
     query = hoist_nested_withs(query)
     with_ = query.args.get("with_")
@@ -78,6 +81,10 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None
     spelled = to_head_aggregates(query, sql, _recursive_groups(deps, components), _cte_tables)
     if spelled is not query:  # GROUP BY in recursive terms, now RaSQL heads
         query = spelled
+        defs, deps, components = _analyse(query.args["with_"])
+    pushed = push_demand(query) if demand else Demand(query)
+    if pushed.query is not query:
+        query = pushed.query
         defs, deps, components = _analyse(query.args["with_"])
     alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
     groups = {key: set(c) for c in components if len(c) > 1 for key in c}
@@ -94,7 +101,7 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog) -> QueryPlan | None
     steps = [planner.step(component) for component in components]
     _limit_ends_recursion(targets, steps)
     final = planner.bind_ctes(query, set(defs))
-    plan = QueryPlan(steps=steps, final=final, sql=sql)
+    plan = QueryPlan(steps=steps, final=final, sql=sql, demand=pushed.notes)
     plan.parameters = {p.name for p in query.find_all(exp.Placeholder) if not p.args.get("widget")}
     for step in steps:
         for node in _step_queries(step):

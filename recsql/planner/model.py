@@ -228,6 +228,7 @@ class QueryPlan:
     final: exp.Query  # the main query, CTE references bound as `{cte_<name>}`
     sql: str = ""
     parameters: set[str] = field(default_factory=set)  # `:name` markers used
+    demand: list[str] = field(default_factory=list)  # filters pushed into recursions, or why not
 
     @property
     def groups(self) -> list[GroupStep]:

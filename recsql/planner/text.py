@@ -6,7 +6,7 @@ from recsql.planner.model import DELTA, Branch, CTEPlan, QueryPlan, ViewStep
 
 
 def render_plan(plan: QueryPlan) -> str:
-    lines = ["== Recursive plan =="]
+    lines = ["== Recursive plan ==", *plan.demand]
     for step in plan.steps:
         if isinstance(step, ViewStep):
             lines.append(f"stratum {step.stratum}: view {step.name} = {_sql(step.query)}")

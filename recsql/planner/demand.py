@@ -1,0 +1,404 @@
+"""Demand-driven evaluation: the final query's filter on a recursive CTE pushed into its anchors.
+
+`WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION SELECT tc.X, edge.Dst FROM tc,
+edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE X = 9` computes only the rows whose X is 9:
+every recursive branch carries X unchanged from its one reference to tc, so each row's X is the X
+of the anchor row it derives from, and filtering the anchors on X filters the fixpoint the same
+way. This holds for set and bag recursion, and for head aggregates grouped by a key that holds X
+(every contributor to a group has the group's X). The final query keeps its own filter, so a
+push only ever removes rows that filter would remove.
+
+Pushed: conjuncts of the final SELECT's WHERE that read one column of a CTE the final query reads
+directly (in its FROM or a join), compared with constants by `=`, `IN`, `<`, `<=`, `>`, `>=` or
+BETWEEN. The CTE is recursive, or a plain projection of one (a stored view's expansion), and
+each of them is read once in the whole statement.
+
+Not pushed, with the reason (for EXPLAIN): an aggregated column, a column some recursive branch
+computes, mutual or non-linear recursion, a recursion level limit, a CTE read more than once,
+an anchor whose column cannot be filtered before its SELECT's own work (aggregates, windows,
+LIMIT, `*`).
+
+A column bound at the other end (`tc` filtered on Y) is evaluated backwards: see `_reverse`.
+
+A leaf but for branches' helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from recsql.parser.dialect import AggregateColumn
+from recsql.planner.branches import branches_of, has_modifiers
+from recsql.planner.names import is_cte_reference
+
+CONSTANT_NODES = (exp.Literal, exp.Placeholder, exp.Neg, exp.Paren, exp.Cast, exp.DataType,
+                  exp.Boolean, exp.Identifier, exp.Var)
+# what an anchor's column may be to be filtered in its WHERE (no aggregates, windows, generators
+# or non-deterministic functions: the filter must see the value the SELECT outputs)
+FILTERABLE_NODES = CONSTANT_NODES + (exp.Column, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod,
+                                     exp.Concat, exp.DPipe, exp.Alias)
+MARK = "__recsql_demand__"
+
+
+@dataclass
+class Demand:
+    """The statement after pushing, and what was pushed or refused (EXPLAIN's `demand:` lines)."""
+
+    query: exp.Query
+    notes: list[str] = field(default_factory=list)
+
+
+class _NotPushed(Exception):
+    pass
+
+
+class _NoRecursion(_NotPushed):
+    """The filtered CTE reads no recursion: nothing to say in EXPLAIN."""
+
+
+def push_demand(query: exp.Query) -> Demand:
+    """`query` with the final query's filters on recursive CTEs pushed into their anchors."""
+    with_ = query.args.get("with_")
+    where = query.args.get("where")
+    if not isinstance(query, exp.Select) or not isinstance(with_, exp.With) or where is None:
+        return Demand(query)
+    query = query.copy()
+    ctes = {cte.alias.lower(): cte for cte in query.args["with_"].expressions}
+    sources = _sources(query)
+    notes: list[str] = []
+    for table in sources:
+        if not isinstance(table, exp.Table) or not is_cte_reference(table, ctes):
+            continue
+        by_column: dict[str, list[exp.Expr]] = {}
+        written: dict[str, str] = {}
+        for conjunct in query.args["where"].this.flatten() \
+                if isinstance(query.args["where"].this, exp.And) else [query.args["where"].this]:
+            filtered = _filtered_column(conjunct, table, len(sources) == 1)
+            if filtered is not None:
+                template = conjunct.copy().transform(
+                    lambda n, c=filtered: exp.column(MARK) if _same_column(n, c) else n)
+                by_column.setdefault(filtered.name.lower(), []).append(template)
+                written.setdefault(filtered.name.lower(), filtered.name)
+        for name, templates in by_column.items():
+            shown = " AND ".join(_show(t, written[name]) for t in templates)
+            try:
+                target = _push(query, ctes, table.name.lower(), name, templates)
+                notes.append(f"demand: pushed {shown} into the base branches of {target}")
+            except _NoRecursion:
+                pass
+            except _NotPushed as reason:
+                notes.append(f"demand: not pushed {shown} into {table.name}: {reason}")
+    return Demand(query, notes)
+
+
+def _push(query: exp.Select, ctes: dict[str, exp.CTE], key: str, column: str,
+          templates: list[exp.Expr]) -> str:
+    """Push `templates` (predicates over MARK) on `column` of CTE `key` into the recursion under
+    it; the name of the recursive CTE whose anchors now hold them."""
+    cte = ctes[key]
+    if _mutual(ctes, key):
+        raise _NotPushed("it is mutually recursive with another CTE (not handled)")
+    reads = _reads(query, ctes, key)
+    if reads != 1:
+        raise _NotPushed(f"{cte.alias} is read {reads} times in the statement")
+    columns = _columns(cte)
+    if column not in columns:
+        raise _NotPushed(f"{cte.alias} has no column {column}")
+    index = columns.index(column)
+    branches, _ = branches_of(cte.this)
+    if not any(_refs(b, key) for b in branches):
+        return _push_through_projection(query, ctes, cte, index, templates)
+    if cte.meta.get("max_recursion_level") is not None:
+        raise _NotPushed("it has a recursion level limit, which the unfiltered recursion may "
+                         "reach where the filtered one does not")
+    alias = cte.args["alias"]
+    head = alias.columns[index] if alias is not None and alias.columns else None
+    if isinstance(head, AggregateColumn):
+        raise _NotPushed(f"{head.name} is aggregated: its value depends on rows the filter removes")
+    try:
+        anchors = _anchors_if_carried(cte, key, branches, columns[index], index)
+        backwards = None
+    except _NotPushed as reason:
+        backwards = _reversed_closure(cte, key, branches, index)
+        if backwards is None:
+            raise reason from None
+        anchors = _anchors_if_carried(cte, key, [branches[0], backwards], columns[index], index)
+    pushed = [(branch, _anchor_filter(branch, number, index, templates)) for number, branch in anchors]
+    if backwards is not None:
+        branches[1].replace(backwards)
+    for branch, predicate in pushed:
+        branch.where(predicate, copy=False)
+    if backwards is not None:
+        return (f"{cte.alias}, evaluated backwards from the bound column (its linear rule "
+                f"reversed: {backwards.sql('rasql')})")
+    return cte.alias
+
+
+def _anchors_if_carried(cte: exp.CTE, key: str, branches: list[exp.Query], name: str,
+                        index: int) -> list[tuple[int, exp.Query]]:
+    """The base branches (numbered), if every recursive branch carries column `name` unchanged."""
+    anchors = []
+    for number, branch in enumerate(branches, start=1):
+        refs = _refs(branch, key)
+        if not refs:
+            anchors.append((number, branch))
+        elif len(refs) > 1:
+            raise _NotPushed(f"branch {number} reads {cte.alias} {len(refs)} times (non-linear "
+                             "recursion is not handled)")
+        else:
+            _check_carried(branch, number, refs[0], name, index)
+    return anchors
+
+
+def _reversed_closure(cte: exp.CTE, key: str, branches: list[exp.Query], index: int) -> exp.Select | None:
+    """For a transitive closure `tc(A, B) <- E(A, B); tc(A, B) <- tc(A, Z), E(Z, B)` (set
+    semantics, no aggregate, the base branch first and exactly E's two columns), the other
+    linear rule `tc(A, B) <- E(A, Z), tc(Z, B)` (or back): both derive the closure of E, and the
+    reversed one carries the column the original computes, so a binding on it can start the
+    recursion. None when `cte` is not that shape."""
+    _, alls = branches_of(cte.this)
+    alias = cte.args.get("alias")
+    if any(alls) or len(branches) != 2 or _refs(branches[0], key) or len(_columns(cte)) != 2 \
+            or any(isinstance(c, AggregateColumn) for c in (alias.columns if alias else [])):
+        return None
+    anchor, linear = branches
+    edge = _edge(anchor)
+    if edge is None or not isinstance(linear, exp.Select) or _clauses(linear, "joins", "where"):
+        return None
+    table, source, target = edge
+    tables = _sources(linear)
+    refs = [t for t in tables if isinstance(t, exp.Table) and is_cte_reference(t, {key})]
+    others = [t for t in tables if t not in refs]
+    if len(tables) != 2 or len(refs) != 1 or len(others) != 1 or not isinstance(others[0], exp.Table) \
+            or others[0].args.get("db") or others[0].name.lower() != table:
+        return None
+    condition = _only_equality(linear)
+    outputs = [e.unalias() for e in linear.expressions]
+    if condition is None or len(outputs) != 2 or not all(isinstance(c, exp.Column) for c in outputs):
+        return None
+    ref, edge_alias = refs[0].alias_or_name.lower(), others[0].alias_or_name.lower()
+    a, b = _columns(cte)
+
+    def named(columns):
+        return [(c.table.lower(), c.name.lower()) for c in columns]
+    shape, joined = named(outputs), set(named(condition))
+    if shape == [(ref, a), (edge_alias, target)] and joined == {(ref, b), (edge_alias, source)} \
+            and index == 1:  # right-linear, B bound: E(A, Z), tc(Z, B)
+        outs, on = [(edge_alias, source), (ref, b)], ((edge_alias, target), (ref, a))
+    elif shape == [(edge_alias, source), (ref, b)] and joined == {(edge_alias, target), (ref, a)} \
+            and index == 0:  # left-linear, A bound: tc(A, Z), E(Z, B)
+        outs, on = [(ref, a), (edge_alias, target)], ((ref, b), (edge_alias, source))
+    else:
+        return None
+
+    written = {(c.table.lower(), c.name.lower()): c for c in (*outputs, *condition)}
+
+    def col(pair):  # every column the reversed rule names is one the original names
+        return written[pair].copy()
+    return (exp.select(*(col(o) for o in outs)).from_(refs[0].copy())
+            .join(others[0].copy(), on=exp.EQ(this=col(on[0]), expression=col(on[1]))))
+
+
+def _edge(anchor: exp.Query) -> tuple[str, str, str] | None:
+    """(table, source column, target column) of a base branch `SELECT s, d FROM E`."""
+    if not isinstance(anchor, exp.Select) or _clauses(anchor):
+        return None
+    tables = _sources(anchor)
+    if len(tables) != 1 or not isinstance(tables[0], exp.Table) or tables[0].args.get("db") \
+            or not isinstance(tables[0].this, exp.Identifier):
+        return None
+    outputs = [e.unalias() for e in anchor.expressions]
+    if len(outputs) != 2 or not all(isinstance(c, exp.Column) and c.table.lower() in (
+            "", tables[0].alias_or_name.lower()) for c in outputs):
+        return None
+    return tables[0].name.lower(), outputs[0].name.lower(), outputs[1].name.lower()
+
+
+def _clauses(select: exp.Select, *allowed: str) -> bool:
+    clauses = ("joins", "where", "group", "having", "qualify", "order", "limit", "offset",
+               "distinct", "windows", "laterals")
+    return any(select.args.get(k) for k in clauses if k not in allowed)
+
+
+def _only_equality(select: exp.Select) -> tuple[exp.Column, exp.Column] | None:
+    """The branch's only condition, `column = column` (in WHERE or an inner join's ON)."""
+    conditions = [select.args["where"].this] if select.args.get("where") else []
+    for join in select.args.get("joins") or []:
+        if join.args.get("using") or join.side or join.kind not in ("", "CROSS", "INNER"):
+            return None
+        if join.args.get("on"):
+            conditions.append(join.args["on"])
+    if len(conditions) != 1 or not isinstance(conditions[0], exp.EQ):
+        return None
+    sides = (conditions[0].this, conditions[0].expression)
+    return sides if all(isinstance(s, exp.Column) and s.table for s in sides) else None
+
+
+def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -> str:
+    """A non-recursive CTE `SELECT a, b FROM r` (a stored view's expansion): push into `r`."""
+    body = cte.this
+    if not any(_recursive(ctes, t.name.lower()) for t in _refs_any(body, ctes)):
+        raise _NoRecursion()
+    if not isinstance(body, exp.Select) or has_modifiers(body) or any(
+            body.args.get(k) for k in ("group", "having", "joins", "qualify", "windows")) \
+            or body.find(exp.AggFunc, exp.Window) is not None:
+        raise _NotPushed(f"{cte.alias} is not a plain projection of a recursive CTE")
+    source = body.args.get("from_") or body.args.get("from")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or not is_cte_reference(table, ctes):
+        raise _NotPushed(f"{cte.alias} is not a plain projection of a recursive CTE")
+    inner_columns = _columns(ctes[table.name.lower()])
+    if len(body.expressions) == 1 and isinstance(body.expressions[0], exp.Star):
+        inner = inner_columns[index] if index < len(inner_columns) else None
+    else:
+        expression = body.expressions[index].unalias() if index < len(body.expressions) else None
+        inner = expression.name.lower() if isinstance(expression, exp.Column) \
+            and expression.table.lower() in ("", table.alias_or_name.lower()) else None
+    if inner is None:
+        raise _NotPushed(f"{cte.alias}'s column is computed, not read from {table.name}")
+    return _push(query, ctes, table.name.lower(), inner, templates)
+
+
+def _check_carried(branch: exp.Query, number: int, ref: exp.Table, name: str, index: int) -> None:
+    """Branch `number` outputs, at `index`, its reference's column `name` unchanged."""
+    if not isinstance(branch, exp.Select) or ref.parent_select is not branch:
+        raise _NotPushed(f"branch {number} reads the recursion in a subquery")
+    if has_modifiers(branch) or branch.find(exp.Window) is not None:
+        raise _NotPushed(f"branch {number} has a window, ORDER BY or LIMIT over rows the filter removes")
+    expressions = branch.expressions
+    if any(isinstance(e, exp.Star) for e in expressions) or index >= len(expressions):
+        raise _NotPushed(f"branch {number} selects *")
+    output = expressions[index].unalias()
+    single = len(_sources(branch)) == 1
+    carried = isinstance(output, exp.Column) and output.name.lower() == name \
+        and (output.table.lower() == ref.alias_or_name.lower() or (not output.table and single))
+    if not carried:
+        raise _NotPushed(f"column {name} is not carried unchanged by recursive branch {number} "
+                         f"(it outputs {output.sql('rasql')})")
+    group = branch.args.get("group")
+    if group is not None and not any(_same_column(g, output) for g in group.expressions):
+        raise _NotPushed(f"branch {number} aggregates over rows of several {name} values")
+
+
+def _anchor_filter(branch: exp.Query, number: int, index: int, templates: list[exp.Expr]) -> exp.Expr:
+    """The pushed predicates over anchor `branch`'s output column `index`, for its WHERE."""
+    if not isinstance(branch, exp.Select) or has_modifiers(branch) \
+            or branch.find(exp.Window) is not None:
+        raise _NotPushed(f"base branch {number} is not a plain SELECT (set operation, window, "
+                         "ORDER BY or LIMIT)")
+    expressions = branch.expressions
+    if any(isinstance(e, exp.Star) for e in expressions) or index >= len(expressions):
+        raise _NotPushed(f"base branch {number} selects *")
+    output = expressions[index].unalias()
+    if any(not isinstance(node, FILTERABLE_NODES) for node in output.walk()):
+        raise _NotPushed(f"base branch {number} computes the column as {output.sql('rasql')}, "
+                         "which its WHERE cannot filter")
+    value = output if isinstance(output, (exp.Column, exp.Literal)) else exp.Paren(this=output)
+    predicates = [t.copy().transform(
+        lambda n: value.copy() if isinstance(n, exp.Column) and n.name == MARK else n)
+        for t in templates]
+    return exp.and_(*predicates) if len(predicates) > 1 else predicates[0]
+
+
+def _filtered_column(conjunct: exp.Expr, table: exp.Table, only_source: bool) -> exp.Column | None:
+    """The column of `table` that `conjunct` compares with constants, if it has that shape."""
+    if isinstance(conjunct, (exp.EQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        sides = [conjunct.this, conjunct.expression]
+        columns = [s for s in sides if isinstance(s, exp.Column)]
+        others = [s for s in sides if not isinstance(s, exp.Column)]
+        if len(columns) != 1 or not _constant(others[0]):
+            return None
+        column = columns[0]
+    elif isinstance(conjunct, exp.In) and not conjunct.args.get("query") \
+            and not conjunct.args.get("unnest") and conjunct.expressions:
+        column = conjunct.this
+        if not all(_constant(e) for e in conjunct.expressions):
+            return None
+    elif isinstance(conjunct, exp.Between):
+        column = conjunct.this
+        if not (_constant(conjunct.args["low"]) and _constant(conjunct.args["high"])):
+            return None
+    else:
+        return None
+    if not isinstance(column, exp.Column) or column.args.get("db"):
+        return None
+    if column.table.lower() == table.alias_or_name.lower() or (not column.table and only_source):
+        return column
+    return None
+
+
+def _constant(node: exp.Expr) -> bool:
+    return all(isinstance(n, CONSTANT_NODES) for n in node.walk())
+
+
+def _same_column(node: exp.Expr, column: exp.Column) -> bool:
+    return isinstance(node, exp.Column) and node.name.lower() == column.name.lower() \
+        and node.table.lower() == column.table.lower()
+
+
+def _show(template: exp.Expr, column: str) -> str:
+    return template.copy().transform(
+        lambda n: exp.column(column) if isinstance(n, exp.Column) and n.name == MARK else n
+    ).sql("rasql")
+
+
+def _sources(select: exp.Select) -> list[exp.Expr]:
+    """The relations a SELECT reads directly: its FROM and its joins."""
+    source = select.args.get("from_") or select.args.get("from")
+    found = [source.this] if source is not None else []
+    return found + [j.this for j in select.args.get("joins") or []]
+
+
+def _refs(branch: exp.Expr, key: str) -> list[exp.Table]:
+    return [t for t in branch.find_all(exp.Table) if is_cte_reference(t, {key})]
+
+
+def _reads(query: exp.Select, ctes: dict[str, exp.CTE], key: str) -> int:
+    """Reads of CTE `key` in the statement outside its own definition."""
+    final = query.copy()
+    final.set("with_", None)
+    return len(_refs(final, key)) + sum(len(_refs(c.this, key)) for k, c in ctes.items() if k != key)
+
+
+def _columns(cte: exp.CTE) -> list[str]:
+    """A CTE's column names, lower-case: its column list, else its first branch's output names."""
+    alias = cte.args.get("alias")
+    if alias is not None and alias.columns:
+        return [c.name.lower() for c in alias.columns]
+    first = branches_of(cte.this)[0][0]
+    return [e.alias_or_name.lower() for e in first.expressions] if isinstance(first, exp.Select) else []
+
+
+def _mutual(ctes: dict[str, exp.CTE], key: str) -> bool:
+    """`key` is in a recursive group with another CTE (reaches one that reaches it back)."""
+    def reached(start: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [start]
+        while todo:
+            for t in _refs_any(ctes[todo.pop()].this, ctes):
+                name = t.name.lower()
+                if name not in seen:
+                    seen.add(name)
+                    todo.append(name)
+        return seen
+    return any(key in reached(other) for other in reached(key) if other != key)
+
+
+def _recursive(ctes: dict[str, exp.CTE], key: str) -> bool:
+    """CTE `key` is recursive, or reads one that is."""
+    seen, todo = set(), [key]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        reads = {t.name.lower() for t in _refs_any(ctes[name].this, ctes)}
+        if name in reads or _mutual(ctes, name):
+            return True
+        todo.extend(reads)
+    return False
+
+
+def _refs_any(node: exp.Expr, ctes) -> list[exp.Table]:
+    return [t for t in node.find_all(exp.Table) if is_cte_reference(t, ctes)]

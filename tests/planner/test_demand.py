@@ -1,0 +1,160 @@
+"""Demand-driven evaluation in the planner (no Spark): which filters reach a recursion's base
+branches, and the reasons given where one does not."""
+
+from __future__ import annotations
+
+import pytest
+from sqlglot import exp
+
+from recsql.parser import parse_statement
+from recsql.planner import DictCatalog, GroupStep, plan_query, render_plan
+from recsql.planner.catalog import StoredView
+from recsql.planner.views import expand_views
+
+TABLES = {"edge": ["Src", "Dst", "Cost"]}
+TC = ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
+      "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) ")
+APSP = ("WITH recursive path (Src, Dst, min() AS Cost) AS (SELECT Src, Dst, Cost FROM edge UNION "
+        "SELECT path.Src, edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src) ")
+
+
+def plan(sql: str, views=None, demand=True):
+    cat = DictCatalog(TABLES, views)
+    query = expand_views(parse_statement(sql).expression, cat, sql).query
+    return plan_query(query, sql, cat, demand=demand)
+
+
+def anchors(p, name: str) -> list[str]:
+    cte = next(c for s in p.steps if isinstance(s, GroupStep) for c in s.ctes if c.name == name)
+    return [(b.select.args["where"].this.sql("rasql") if b.select.args.get("where") else "")
+            for b in cte.base_branches]
+
+
+@pytest.mark.parametrize("where, pushed", [
+    ("X = 9", "Src = 9"),
+    ("tc.X IN (1, 2)", "Src IN (1, 2)"),
+    ("X BETWEEN 1 AND 4", "Src BETWEEN 1 AND 4"),
+    ("3 < X AND X <= 7", "3 < Src AND Src <= 7"),
+    ("X = -1 AND Y > 2", "Src = -1"),
+    ("X = :node", "Src = :node"),
+])
+def test_a_filter_on_the_carried_column_reaches_the_anchor(where, pushed):
+    p = plan(TC + f"SELECT * FROM tc WHERE {where}")
+    assert anchors(p, "tc") == [pushed]
+    assert "pushed" in p.demand[0] and "into the base branches of tc" in p.demand[0]
+    assert p.final.args["where"].this.sql("rasql") == where  # the final filter stays
+    assert p.steps[0].ctes[0].doubling is None  # doubling joins rows of other X values
+
+
+def test_off_leaves_the_plan_as_written():
+    p = plan(TC + "SELECT * FROM tc WHERE X = 9", demand=False)
+    assert anchors(p, "tc") == [""] and p.demand == []
+    assert p.steps[0].ctes[0].doubling is not None
+
+
+def test_group_key_of_a_head_aggregate_is_pushed_the_aggregate_is_not():
+    p = plan(APSP + "SELECT * FROM path WHERE Src = 1 AND Cost < 5")
+    assert anchors(p, "path") == ["Src = 1"]
+    assert any("not pushed Cost < 5" in n and "aggregated" in n for n in p.demand)
+
+
+def test_group_by_spelling_is_pushed_on_its_group_key():
+    sql = ("WITH recursive path (Src, Dst, Cost) AS (SELECT Src, Dst, Cost FROM edge UNION "
+           "SELECT p.Src, e.Dst, MIN(p.Cost + e.Cost) FROM path p JOIN edge e ON p.Dst = e.Src "
+           "GROUP BY p.Src, e.Dst) SELECT Dst, Cost FROM path WHERE Src = 2")
+    assert anchors(plan(sql), "path") == ["Src = 2"]
+
+
+def test_a_computed_anchor_column_is_filtered_as_computed():
+    sql = ("WITH recursive tc (X, Y) AS (SELECT Src + 1, Dst FROM edge WHERE Cost > 0 UNION "
+           "SELECT tc.X, edge.Dst FROM tc JOIN edge ON tc.Y = edge.Src) "
+           "SELECT Y FROM tc WHERE X = 9")
+    assert anchors(plan(sql), "tc") == ["Cost > 0 AND (Src + 1) = 9"]
+
+
+def test_joined_final_query_pushes_only_the_ctes_own_conjuncts():
+    sql = TC + "SELECT tc.Y, e.Cost FROM tc JOIN edge e ON tc.Y = e.Src WHERE tc.X = 4 AND e.Cost > 1"
+    assert anchors(plan(sql), "tc") == ["Src = 4"]
+
+
+@pytest.mark.parametrize("sql, reason", [
+    (APSP + "SELECT * FROM path WHERE Dst = 9", "not carried unchanged by recursive branch 2"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge WHERE Cost > 1 UNION "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE Y = 1",
+     "not carried unchanged"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION ALL "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE Y = 1",
+     "not carried unchanged"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
+     "SELECT a.X, b.Y FROM tc a, tc b WHERE a.Y = b.X) SELECT * FROM tc WHERE X = 1", "non-linear"),
+    (TC + "SELECT * FROM tc WHERE X = 1 UNION ALL SELECT * FROM tc WHERE X = 2", None),
+    (TC + "SELECT * FROM tc WHERE X = 1 AND Y IN (SELECT X FROM tc)", "read 2 times"),
+    ("WITH recursive a (X, Y) AS (SELECT Src, Dst FROM edge UNION SELECT b.X, edge.Dst FROM b, edge "
+     "WHERE b.Y = edge.Src), b (X, Y) AS (SELECT a.X, a.Y FROM a) SELECT * FROM a WHERE X = 1",
+     "mutually recursive"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
+     "SELECT tc.X + 0, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE X = 1",
+     "not carried unchanged"),
+    ("WITH recursive tc (X, Y) AS (SELECT max(Src), Dst FROM edge GROUP BY Dst UNION "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE X = 1",
+     "which its WHERE cannot filter"),
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) SELECT * FROM tc WHERE X = Y", None),
+])
+def test_not_pushed_where_unsound(sql, reason):
+    p, off = plan(sql), plan(sql, demand=False)
+    names = [c.name for s in off.steps if isinstance(s, GroupStep) for c in s.ctes]
+    assert [anchors(p, n) for n in names] == [anchors(off, n) for n in names]
+    if reason is None:
+        assert p.demand == []
+    else:
+        assert len(p.demand) == 1 and "not pushed" in p.demand[0] and reason in p.demand[0]
+        assert p.demand[0] in render_plan(p)
+
+
+def test_through_a_stored_recursive_view():
+    body = TC + "SELECT X AS boss, Y AS member FROM tc"
+    views = {"org_closure": StoredView("default.org_closure", body, ("boss", "member"))}
+    p = plan("SELECT member FROM org_closure WHERE boss = 9 ORDER BY member", views)
+    assert anchors(p, "org_closure__tc") == ["Src = 9"]
+    assert p.demand == ["demand: pushed boss = 9 into the base branches of org_closure__tc"]
+    assert "demand: pushed boss = 9" in render_plan(p)
+
+
+def test_a_view_filtered_on_its_far_end_runs_backwards():
+    body = TC + "SELECT X AS boss, Y AS member FROM tc"
+    views = {"org_closure": StoredView("default.org_closure", body, ("boss", "member"))}
+    p = plan("SELECT boss FROM org_closure WHERE member = 9", views)
+    assert anchors(p, "org_closure__tc") == ["Dst = 9"]
+    assert "evaluated backwards" in p.demand[0]
+
+
+@pytest.mark.parametrize("recursive, where, anchor, reversed_rule", [
+    ("SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src", "Y = 9", "Dst = 9",
+     "SELECT edge.Src, tc.Y FROM tc JOIN edge ON edge.Dst = tc.X"),
+    ("SELECT e.Src, tc.Y FROM edge AS e JOIN tc ON e.Dst = tc.X", "X IN (1, 2)", "Src IN (1, 2)",
+     "SELECT tc.X, e.Dst FROM tc JOIN edge AS e ON tc.Y = e.Src"),
+])
+def test_backwards_reverses_a_linear_closure(recursive, where, anchor, reversed_rule):
+    sql = (f"WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION {recursive}) "
+           f"SELECT * FROM tc WHERE {where}")
+    p = plan(sql)
+    assert anchors(p, "tc") == [anchor]
+    assert reversed_rule in p.demand[0] and "evaluated backwards" in p.demand[0]
+    cte = p.steps[0].ctes[0]
+    assert cte.recursive_branches[0].bases[0].columns == (anchor.split()[0],)  # joined on it
+
+
+def test_the_rewritten_ast_is_only_the_anchor():
+    sql = TC + "SELECT * FROM tc WHERE X = 9"
+    on, off = plan(sql), plan(sql, demand=False)
+    on_branches = [b.select for b in on.steps[0].ctes[0].branches]
+    off_branches = [b.select for b in off.steps[0].ctes[0].branches]
+    assert on_branches[1] == off_branches[1]
+    assert on_branches[0] == off_branches[0].copy().where(exp.condition("Src = 9"))
+
+
+def test_a_filter_on_a_plain_cte_says_nothing():
+    p = plan(TC.replace("WITH recursive tc", "WITH recursive n (a) AS (SELECT 1), tc")
+             + "SELECT n.a, tc.Y FROM n, tc WHERE n.a = 1 AND tc.X = 2")
+    assert p.demand == ["demand: pushed X = 2 into the base branches of tc"]
