@@ -280,7 +280,9 @@ def _aggregated_in(column: exp.Column, aggregated: dict) -> str | None:
 
 def check_tables(node: exp.Expr, sql: str, catalog, known_ctes: set[str]) -> None:
     """Every catalog table the query reads exists, resolved by its whole name as Spark resolves
-    it (`analytics.edges` in schema `analytics`), else Spark's error (rule 4)."""
+    it (`analytics.edges` in schema `analytics`), else Spark's error (rule 4). A CTE of a WITH
+    nested in the final query (dbt's tests wrap theirs in a subquery) is a name too."""
+    known_ctes = set(known_ctes) | {cte.alias.lower() for cte in node.find_all(exp.CTE)}
     for table in node.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier) or is_cte_reference(table, known_ctes):
             continue

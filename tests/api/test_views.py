@@ -207,3 +207,17 @@ def test_a_tool_comment_with_braces_before_a_read_of_a_recursive_view(spark, edg
     recsql.sql("CREATE VIEW sp_commented AS " + SSSP, spark=spark)
     query = '/* {"app": "dbt", "node_id": "test.x"} */\nSELECT Dst, Cost FROM sp_commented WHERE Cost > 3'
     assert rows(recsql.sql(query, spark=spark)) == [(d, c) for d, c in sssp(EDGE) if c > 3]
+
+
+def test_a_with_nested_in_the_final_query_reads_a_recursive_view(spark, edge_table):
+    """dbt's relationships test wraps a WITH in a subquery; its CTEs read a recursive view, whose
+    expansion makes the statement recsql's (was TABLE_OR_VIEW_NOT_FOUND for `child`)."""
+    edge_table.append("sp_nested")
+    recsql.sql("CREATE VIEW sp_nested AS " + SSSP, spark=spark)
+    query = """SELECT count(*) AS failures FROM (
+        WITH child AS (SELECT Dst AS from_field FROM sp_nested WHERE Dst IS NOT NULL),
+             parent AS (SELECT Src AS to_field FROM views_edge)
+        SELECT from_field FROM child LEFT JOIN parent ON child.from_field = parent.to_field
+        WHERE parent.to_field IS NULL) dbt_internal_test"""
+    sources = {s for s, _, _ in EDGE}
+    assert rows(recsql.sql(query, spark=spark)) == [(sum(d not in sources for d, _ in sssp(EDGE)),)]
