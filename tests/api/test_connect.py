@@ -97,6 +97,7 @@ def test_sssp_predecessors_over_connect(connect, conf):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
+@pytest.mark.parametrize("conf", [{}, LOOKUP], ids=["default", "spark-loop"])
 def test_qualified_table_over_connect(connect, conf):
     """A schema-qualified table (dbt's `{{ ref() }}`) in a recursive branch, and a missing one."""
     connect.sql("CREATE SCHEMA IF NOT EXISTS connect_names")

@@ -30,6 +30,7 @@ from sqlglot import exp
 import recsql
 from recsql.executor.run import SparkCatalog
 from recsql.parser import parse_statement, split_statements
+from recsql.parser.dialect import CycleClause, SearchClause
 from recsql.planner import plan_query, render_plan
 
 EXAMPLES = REPO / "examples"
@@ -122,7 +123,15 @@ def _all_queries() -> list[Query]:
 
 QUERIES = _all_queries()
 TOOL_SPELLED = [q for q in QUERIES if q.tool_spelled]
-RASQL_ONLY = [q for q in QUERIES if not q.tool_spelled]
+
+
+def _search_or_cycle(query: Query) -> bool:
+    """SQL:1999's SEARCH/CYCLE clauses: sqlglot's Hive and Spark dialects parse neither and no
+    other spelling exists, so such a query has no tool-spelled twin (docs/dialect.md says so)."""
+    return any(isinstance(n, (SearchClause, CycleClause)) for n in parse_statement(query.text).expression.walk())
+
+
+RASQL_ONLY = [q for q in QUERIES if not q.tool_spelled and not _search_or_cycle(q)]
 
 
 def _id(query: Query) -> str:
