@@ -148,6 +148,7 @@ class _Driver:
             for f in run.states[cte.key].schema.fields:
                 duck_type(f.dataType)
         self.pull()
+        self.pull_seconds = time.perf_counter() - self.started
 
     def close(self) -> None:
         import duckdb
@@ -277,6 +278,7 @@ class _Driver:
             cte=cte.name, iteration=iteration, delta_rows=self.deltas[cte.key],
             total_rows=self.totals[cte.key], seconds=time.perf_counter() - started,
             join_strategy="driver", ran_on="driver",
+            pull_seconds=self.pull_seconds if not stats else 0.0,
         ))
 
     def outgrown(self) -> bool:
