@@ -81,8 +81,10 @@ def _weights(rng, m):
     return rng.integers(1, 101, size=m, dtype=np.int64)
 
 
-def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = SEED) -> Graph:
-    """Recursive-matrix (R-MAT) power-law graph with 2^scale vertices, ids 0..2^scale-1."""
+def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = SEED,
+         source: int = 1) -> Graph:
+    """Recursive-matrix (R-MAT) power-law graph with 2^scale vertices, ids 0..2^scale-1 (another
+    seed than the suite's is named after it: `rmat-20-seed7`)."""
     rng = np.random.default_rng([seed, scale])
     m = edge_factor << scale
     src = np.zeros(m, dtype=np.int64)
@@ -94,9 +96,10 @@ def rmat(scale: int, edge_factor: int = 16, a=0.57, b=0.19, c=0.19, seed: int = 
         dst |= (((r >= a) & (r < a + b)) | (r >= a + b + c)).astype(np.int64) << bit
     w = _weights(rng, m)
     s, d, w = _dedupe(src, dst, w)
-    return Graph(f"rmat-{scale}", s, d, w, False, 1,
+    name = f"rmat-{scale}" if seed == SEED else f"rmat-{scale}-seed{seed}"
+    return Graph(name, s, d, w, False, source,
                  f"R-MAT 2^{scale} vertices, {edge_factor} edges/vertex before dedupe, "
-                 f"a={a} b={b} c={c}, seed {seed}")
+                 f"a={a} b={b} c={c}, seed {seed}" + (f", source {source}" if source != 1 else ""))
 
 
 def grid(side: int = 60, seed: int = SEED) -> Graph:
@@ -171,7 +174,8 @@ BUILDERS = {
     "rmat-14": lambda: rmat(14),
     "rmat-16": lambda: rmat(16),
     "rmat-18": lambda: rmat(18),
-    "rmat-20": lambda: rmat(20),  # 16.7M edges: beyond the driver budget; run on its own (minutes)
+    "rmat-20": lambda: rmat(20),  # 16.1M edges; run on its own (minutes)
+    "rmat-20-seed7": lambda: rmat(20, seed=7, source=0),  # a second 2^20 graph, another source
     "grid-60": lambda: grid(60),
     "bintree-down-12": lambda: bintree(12, up=False),
     "bintree-up-12": lambda: bintree(12, up=True),

@@ -56,6 +56,31 @@ BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE = "broadcast-delta", "broadcast-base", 
 STRATEGIES = (BROADCAST_DELTA, BROADCAST_BASE, SHUFFLE)
 
 
+# Spark's byte-size suffixes (`spark.driver.memory=4g`), binary multiples as Spark reads them
+_BYTE_UNITS = {"b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+               "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def byte_size(value: str) -> int:
+    """`512m`, `4g`, `1048576` (bytes) as Spark writes sizes."""
+    text = str(value).strip().lower()
+    number = text.rstrip("kmgtb")
+    unit = text[len(number):] or "b"
+    if not number.isdigit() or unit not in _BYTE_UNITS:
+        raise ValueError(f"expected a size such as 512m or 4g, got {value!r}")
+    return int(number) * _BYTE_UNITS[unit]
+
+
+def _driver_memory(value: str) -> int:
+    """`auto` (0: sized from the memory available when the endgame decides) or a positive size."""
+    if str(value).strip().lower() == "auto":
+        return 0
+    size = byte_size(value)
+    if size < 1:
+        raise ValueError(f"expected auto or a positive size such as 512m or 4g, got {value!r}")
+    return size
+
+
 def _join_strategy(value: str) -> str:
     text = str(value).strip().lower()
     if text != "auto" and text not in STRATEGIES:
@@ -80,10 +105,14 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                      "auto (vote of the partitions) or force broadcast-delta, broadcast-base, shuffle"),
     "endgame.enabled": ("endgame_enabled", True, _bool,
                         "run a fixpoint on the driver (DuckDB) when its data fit there"),
-    "endgame.maxDeltaRows": ("endgame_max_delta_rows", 2_000_000, int,
-                             "the delta must be at most this many rows to run on the driver"),
-    "endgame.maxDriverRows": ("endgame_max_driver_rows", 2_000_000, int,
-                              "state plus base rows the driver may hold to finish the fixpoint"),
+    "endgame.driverMemory": ("endgame_driver_memory", 0, _driver_memory,
+                             "bytes the driver fixpoint may hold (its state and the relations it "
+                             "reads, estimated from their schemas and row counts): auto (a share of "
+                             "the memory available when it decides) or a size such as 4g"),
+    "endgame.maxDeltaRows": ("endgame_max_delta_rows", 0, _non_negative_int,
+                             "0: whatever fits driverMemory runs on the driver from the start; N: "
+                             "only a delta of at most N rows moves there, and a problem of more "
+                             "than N rows only once its delta stops growing"),
     "base.keep": ("base_keep", 4, _non_negative_int,
                   "base tables kept (partitioned, or pulled to the driver) for later statements "
                   "over the same unchanged input (0: each statement makes its own)"),
@@ -116,6 +145,12 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
 }
 PREFIX = "spark.recsql."
 
+# keys that were replaced, with what replaces them: setting one is an error, never ignored
+REPLACED = {
+    "endgame.maxDriverRows": "spark.recsql.endgame.driverMemory, a size in bytes (such as 4g) "
+                             "or auto, sized from the memory available",
+}
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -126,8 +161,8 @@ class Settings:
     lookup_enabled: bool = True
     join_strategy: str = "auto"
     endgame_enabled: bool = True
-    endgame_max_delta_rows: int = 2_000_000
-    endgame_max_driver_rows: int = 2_000_000
+    endgame_driver_memory: int = 0  # bytes; 0: auto
+    endgame_max_delta_rows: int = 0  # 0: no limit
     base_keep: int = 4
     doubling_after_iterations: int = 8
     skew_enabled: bool = False
@@ -142,6 +177,11 @@ class Settings:
     @classmethod
     def read(cls, spark, overrides: dict[str, Any] | None = None) -> Settings:
         overrides = dict(overrides or {})
+        for suffix, replacement in REPLACED.items():
+            key = PREFIX + suffix
+            if key in overrides or spark.conf.get(key, None) is not None:
+                raise RecSQLError(
+                    f"{key} was removed; use {replacement}", condition="RECSQL_INVALID_SETTING")
         values = {}
         for suffix, (attr, default, parse, _) in KEYS.items():
             key = PREFIX + suffix

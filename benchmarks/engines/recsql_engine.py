@@ -51,7 +51,9 @@ class RecsqlEngine(Engine):
         tail = sorted(s.seconds for s in stats if s.ran_on == "driver")
         lookups = sum(1 for s in stats if getattr(s, "lookup", False))
         lookup_note = f"; key lookups x{lookups}" if lookups else ""
+        pulled = sum(s.pull_seconds for s in stats)
         tail_note = (f"; driver iterations: median {tail[len(tail) // 2]:.4f} s, max {tail[-1]:.4f} s"
+                     f" (sum {sum(tail):.2f} s, of which the pull to the driver {pulled:.2f} s)"
                      if tail else "")
         return Outcome(
             answer=answer,

@@ -18,7 +18,7 @@ from recsql.cli import failures, output, plot, script, tables
 from recsql.cli.progress import Reporter
 from recsql.cli.runner import Runner, Sink
 from recsql.cli.shell import BANNER, Shell
-from recsql.settings import KEYS, PREFIX
+from recsql.settings import KEYS, PREFIX, REPLACED
 
 HELP = """Run recursive SQL (RaSQL: aggregates in the recursion) on Apache Spark.
 
@@ -41,6 +41,8 @@ def parse_conf(ctx, param, values: tuple[str, ...]) -> dict[str, str]:
         if not sep or not key.strip():
             raise click.BadParameter(f"{item!r}: expected KEY=VALUE")
         key = key.strip()
+        if key.startswith(PREFIX) and key[len(PREFIX):] in REPLACED:
+            raise click.BadParameter(f"{key} was removed; use {REPLACED[key[len(PREFIX):]]}")
         if key.startswith(PREFIX) and key[len(PREFIX):] not in KEYS:
             known = ", ".join(PREFIX + k for k in KEYS)
             raise click.BadParameter(f"unknown recsql setting {key}; known: {known}")

@@ -26,3 +26,6 @@ class IterationStats:
     slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
     # rows of the largest single join output (candidates); None with roll-over off or on Connect
     output_rows: int | None = None
+    # the driver endgame's first iteration: its seconds include pulling the relations and the
+    # states from Spark into DuckDB, this long
+    pull_seconds: float = 0.0

@@ -13,6 +13,7 @@ from conftest import approx_rows, rows
 
 import recsql
 from recsql.errors import RecSQLError
+from recsql.executor.endgame.decide import held_bytes
 
 ON = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 1000000}  # the whole tail on the driver
 OFF = {"spark.recsql.endgame.enabled": "false"}
@@ -283,8 +284,8 @@ def test_large_delta_stays_on_spark(spark, view):
 
 def test_growth_on_the_driver_hands_back_to_spark(spark, view):
     # a chain (delta 1, not growing: the driver takes over) that opens into a binary tree (the
-    # delta outgrows the budget on the driver): the driver's work is dropped and Spark runs the
-    # large iterations; numbering and result are as if the endgame had never tried
+    # delta outgrows the limit on the driver): Spark continues from the driver's last iteration,
+    # whose work is kept; numbering and result are as if one engine had run them all
     chain = [(i, i + 1) for i in range(1, 4)]
     tree = [(i, 2 * i) for i in range(4, 64)] + [(i, 2 * i + 1) for i in range(4, 64)]
     edges = chain + tree
@@ -292,12 +293,72 @@ def test_growth_on_the_driver_hands_back_to_spark(spark, view):
     q = """WITH recursive reach (X) AS (SELECT 1)
              UNION (SELECT arc.Dst FROM reach, arc WHERE reach.X = arc.Src)
            SELECT X FROM reach"""
-    result = recsql.run(q, spark=spark, conf={"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 4})
+    conf = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 4}
+    result = recsql.run(q, spark=spark, conf=conf)
     assert {r[0] for r in result.df.collect()} == reachable(edges, 1)
-    stats = sorted(result.stats, key=lambda s: s.iteration)
-    assert [s.iteration for s in stats] == list(range(len(stats)))
-    assert all(s.ran_on == "spark" for s in stats if s.delta_rows > 4)
-    assert any(s.ran_on == "spark" for s in stats if s.iteration >= 3)
+    assert_handed_back(result)
+    # the driver stopped at the first delta over the limit, which Spark joined next
+    driver = [s for s in result.stats if s.ran_on == "driver"]
+    assert driver[-1].delta_rows > 4 and all(s.delta_rows <= 4 for s in driver[:-1])
+
+
+def assert_handed_back(result, ctes: int = 1) -> None:
+    """Iterations numbered 0..n without gaps or repeats; a run of driver iterations followed by
+    Spark ones to the end (the driver handed its states back and no work was redone)."""
+    stats = result.stats
+    counts = Counter(s.iteration for s in stats)
+    assert sorted(counts) == list(range(len(counts))) and set(counts.values()) == {ctes}, counts
+    where = [ran_on for _, ran_on in places(stats)]
+    first = where.index("driver")
+    last = len(where) - 1 - where[::-1].index("driver")
+    assert set(where[first:last + 1]) == {"driver"}, places(stats)
+    assert last < len(where) - 1 and set(where[last + 1:]) == {"spark"}, places(stats)
+    assert stats[-1].delta_rows == 0
+
+
+def budget_for(state_rows: int, state_row_bytes: int, relation_rows: int, relation_row_bytes: int) -> str:
+    """A driverMemory that holds the relations and a state of at most `state_rows` rows."""
+    return str(held_bytes(state_rows * state_row_bytes, relation_rows * relation_row_bytes))
+
+
+def test_a_small_driver_memory_hands_a_shortest_path_back_to_spark(spark, view):
+    # the whole fixpoint starts on the driver; the state (Dst int, Cost int) outgrows a budget
+    # of 4 rows, and Spark finishes from there with the driver's min-merged costs
+    view("arc", WEIGHTED, "Src int, Dst int, Cost int")
+    q = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
+             UNION (SELECT arc.Dst, path.Cost + arc.Cost FROM path, arc WHERE path.Dst = arc.Src)
+           SELECT Dst, Cost FROM path"""
+    conf = {"spark.recsql.endgame.driverMemory": budget_for(4, 8, len(WEIGHTED), 12)}
+    result = recsql.run(q, spark=spark, conf=conf)
+    g = nx.DiGraph()
+    g.add_weighted_edges_from(WEIGHTED)
+    assert rows(result.df) == sorted(nx.single_source_dijkstra_path_length(g, 1).items())
+    assert_handed_back(result)
+    assert places(result.stats)[0] == (0, "driver")
+
+
+def test_a_small_driver_memory_hands_a_closure_back_to_spark(spark, view):
+    # 12 edges fit, the closure (78 pairs) does not: the driver hands back after the base step
+    # and the first iteration (23 pairs), Spark goes on from there
+    chain = [(i, i + 1) for i in range(12)]
+    view("arc", chain, "Src int, Dst int")
+    q = """WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM arc)
+             UNION (SELECT tc.X, arc.Dst FROM tc, arc WHERE tc.Y = arc.Src)
+           SELECT X, Y FROM tc"""
+    result = recsql.run(q, spark=spark, conf={"spark.recsql.endgame.driverMemory": budget_for(20, 8, 12, 8)})
+    assert rows(result.df) == sorted((i, j) for i in range(12) for j in range(i + 1, 13))
+    assert_handed_back(result)
+    assert [s.ran_on for s in sorted(result.stats, key=lambda s: s.iteration)][:2] == ["driver", "driver"]
+
+
+def test_a_small_driver_memory_hands_path_counts_back_to_spark(spark, view):
+    # a count() head: the base step on Spark, then the driver (its contributors pulled), which
+    # hands the contributors back with the state once it holds more than 3 rows
+    view("arc", DAG, "Src int, Dst int")
+    conf = {"spark.recsql.endgame.driverMemory": budget_for(3, 12, len(DAG), 8)}
+    result = recsql.run(COUNT_PATHS, spark=spark, conf=conf)
+    assert rows(result.df) == sorted(count_paths(DAG, 1).items())
+    assert_handed_back(result)
 
 
 def test_disabled_runs_on_spark(spark, view):
@@ -375,19 +436,3 @@ def test_sum_count_head_keeps_the_base_step_on_spark(spark, view):
     assert rows(result.df) == sorted(count_paths(DAG, 1).items())
     assert places(result.stats)[0] == (0, "spark")
     assert_driver_tail(result)
-
-
-def test_outgrowing_the_driver_from_the_start_restarts_on_spark(spark, view):
-    # 12 edges fit maxDeltaRows, but the closure (78 pairs) outgrows maxDriverRows on the
-    # driver: its work is dropped, Spark runs from the base step, numbering as if never tried
-    chain = [(i, i + 1) for i in range(12)]
-    view("arc", chain, "Src int, Dst int")
-    q = """WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM arc)
-             UNION (SELECT tc.X, arc.Dst FROM tc, arc WHERE tc.Y = arc.Src)
-           SELECT X, Y FROM tc"""
-    conf = {"spark.recsql.endgame.maxDeltaRows": 20, "spark.recsql.endgame.maxDriverRows": 40}
-    result = recsql.run(q, spark=spark, conf=conf)
-    assert rows(result.df) == sorted((i, j) for i in range(12) for j in range(i + 1, 13))
-    stats = sorted(result.stats, key=lambda s: s.iteration)
-    assert [s.iteration for s in stats] == list(range(len(stats)))
-    assert stats[0].ran_on == "spark"

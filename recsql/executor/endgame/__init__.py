@@ -11,20 +11,23 @@ leaves the run untouched when a branch cannot be translated, DuckDB fails on it,
 fixpoint outgrows the budgets (then the Spark loop simply continues).
 
 When it applies (all settings `spark.recsql.endgame.*`):
-* every CTE's delta is at most `maxDeltaRows`;
-* the state rows plus the rows of the relations the recursive branches read are at most
-  `maxDriverRows`;
-* the fixpoint is in its tail: the group's delta did not grow in the last Spark iteration, or the
-  whole problem (state plus relations) is no larger than `maxDeltaRows`. So the iteration-0 delta
-  of a single-source query on a large graph (one row, about to grow) stays on Spark; and should
-  the delta grow past `maxDeltaRows` on the driver after all, the driver work is dropped and Spark
-  runs those iterations (and the endgame is tried again once they are behind).
+* what the driver would hold, the state and the relations the recursive branches read (their
+  bytes estimated from schema and row count, `decide.held_bytes`), fits the driver budget:
+  `driverMemory`, by default a share of the memory available when it decides;
+* with a `maxDeltaRows` limit (none by default): every CTE's delta is at most that, and the
+  fixpoint is in its tail (the group's delta did not grow in the last Spark iteration) or the
+  whole problem (state plus relations) is no larger than it.
 
 From the start: when every branch (base branches included) is translatable, no head is a
-sum/count, and the relations all branches read fit `maxDeltaRows`, the whole fixpoint runs on the
-driver, base step included (`Driver.run_whole`): the relations are read from Spark once and no
-other Spark job runs. Should it outgrow the budgets, the driver work is dropped and the Spark loop
-starts from its base step.
+sum/count, and the relations all branches read fit, the whole fixpoint runs on the driver, base
+step included (`Driver.run_whole`): the relations are read from Spark once and no other Spark job
+runs. The pulled relations are scanned by DuckDB in place (no copy into DuckDB tables).
+
+Should the states outgrow the budget on the driver (or a delta `maxDeltaRows`), the driver hands
+Spark its states as of its last complete iteration, delta included, and the Spark loop continues
+from there: no work is lost (the endgame is asked again after at least one Spark iteration).
+Should DuckDB itself fail (its memory limit is the budget), the attempt is dropped and Spark
+continues from where the states were.
 
 One module per job: `decide` (whether the driver takes over), `translate` (a recursive branch as
 DuckDB SQL), `merges` (each state class's merge in DuckDB), `driver` (the driver loop and the
@@ -34,6 +37,6 @@ runner the Spark loop composes).
 from __future__ import annotations
 
 from recsql.executor.endgame.decide import RunInfo, applies, applies_from_start, fits_driver
-from recsql.executor.endgame.driver import Driver, OverBudget, finish_on_driver
+from recsql.executor.endgame.driver import Driver, finish_on_driver
 
-__all__ = ["Driver", "OverBudget", "RunInfo", "applies", "applies_from_start", "finish_on_driver", "fits_driver"]
+__all__ = ["Driver", "RunInfo", "applies", "applies_from_start", "finish_on_driver", "fits_driver"]

@@ -1,6 +1,11 @@
 """Whether the driver takes over: cheap checks on the sizes first, then the branches' forms, and
 only then the one Spark job per run that sizes the relations the recursive branches read. The
-decision itself (`fits_driver`) is on plain numbers, so it is testable without Spark."""
+decision itself (`fits_driver`, with `driver_budget` and `held_bytes`) is on plain numbers, so it
+is testable without Spark.
+
+The driver budget is in bytes: what the state and the relations take is estimated from their
+schemas and row counts (`row_bytes`), and held against a share of the memory available to this
+process when the endgame decides (`available_memory`), or `spark.recsql.endgame.driverMemory`."""
 
 from __future__ import annotations
 
@@ -10,12 +15,13 @@ from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 
 from recsql.executor import bases
 from recsql.executor.driver_sql import Untranslatable, check_forms
 from recsql.executor.endgame.translate import branch_relations
 from recsql.executor.loop import Loop
-from recsql.settings import Settings
+from recsql.settings import Settings, byte_size
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +35,9 @@ class RunInfo:
     not_before: int = 0  # no attempt before the Spark loop has completed this iteration
     relations: dict[tuple, tuple[str, DataFrame]] | None = None  # key -> (DuckDB name, df)
     base_rows: int | None = None
+    base_bytes: int = 0  # estimated bytes of the relations (row_bytes x rows), with base_rows
+    budget: int = 0  # the driver budget in bytes, set when the relations are sized
+    max_pull: int = 0  # spark.driver.maxResultSize in bytes (0: none), read with the budget
     arrow: dict[str, Any] = field(default_factory=dict)  # DuckDB name -> pulled Arrow table
 
 
@@ -41,7 +50,7 @@ def applies(run: Loop, info: RunInfo) -> bool:
         return False
     states = list(run.states.values())
     delta_rows = [s.delta_rows for s in states]
-    if not fits_driver(delta_rows, 0, 0, True, settings):  # before sizing the bases (a job)
+    if not fits_driver(delta_rows, 0, 0, 1, True, settings):  # before sizing the bases (a job)
         return False
     if last_iteration(run) < info.not_before:
         return False
@@ -51,13 +60,17 @@ def applies(run: Loop, info: RunInfo) -> bool:
     if base_rows is None:
         return False
     state_rows = sum(s.total_rows for s in states)
-    return fits_driver(delta_rows, state_rows, base_rows, _not_growing(run), settings)
+    if not all(pull_fits(s.total_rows * row_bytes(s.schema), info.max_pull) for s in states):
+        return False
+    held = held_bytes(state_bytes(run), info.base_bytes)
+    return fits_driver(delta_rows, state_rows + base_rows, held, info.budget, _not_growing(run), settings)
 
 
 def applies_from_start(run: Loop, info: RunInfo) -> bool:
     """Whether the whole fixpoint, base step included, runs on the driver: every branch is
-    translatable and the relations every branch reads fit `maxDeltaRows` (and so the driver
-    budget). Then nothing of the fixpoint runs on Spark but reading those relations once."""
+    translatable and the relations every branch reads fit the driver budget (and
+    `maxDeltaRows`, if set). Then nothing of the fixpoint runs on Spark but reading those
+    relations once."""
     settings = run.ctx.settings
     if not settings.endgame_enabled or info.disabled:
         return False
@@ -79,25 +92,99 @@ def applies_from_start(run: Loop, info: RunInfo) -> bool:
     base_rows = _base_rows(run, info)
     if base_rows is None:
         return False
-    if not fits_driver([], 0, base_rows, False, settings):
+    if not fits_driver([], base_rows, held_bytes(0, info.base_bytes), info.budget, False, settings):
         # sized again, without the base branches' relations, if the tail may move to the driver
         info.relations, info.base_rows = None, None
         return False
     return True
 
 
-def fits_driver(delta_rows: list[int], state_rows: int, base_rows: int, not_growing: bool,
-                settings: Settings) -> bool:
-    """The decision on plain numbers: every delta within `maxDeltaRows`, state plus relations
-    within `maxDriverRows`, and either the whole problem within `maxDeltaRows` (by default
-    equal to `maxDriverRows`: the driver runs whatever fits it, from the start) or a delta that
-    no longer grows (the tail of a larger problem)."""
-    if any(d > settings.endgame_max_delta_rows for d in delta_rows):
+def fits_driver(delta_rows: list[int], driver_rows: int, held: int, budget: int,
+                not_growing: bool, settings: Settings) -> bool:
+    """The decision on plain numbers: the bytes the driver would hold (`held_bytes`) within its
+    `budget` (`driver_budget`); and, with a `maxDeltaRows` limit, every delta within it and
+    either the whole problem (`driver_rows`, state plus relations) within it or a delta that no
+    longer grows (the tail of a larger problem). Without the limit (the default) whatever fits
+    the budget runs on the driver, from the start."""
+    if held > budget:
         return False
-    driver_rows = state_rows + base_rows
-    if driver_rows > settings.endgame_max_driver_rows:
+    limit = settings.endgame_max_delta_rows
+    if not limit:
+        return True
+    if any(d > limit for d in delta_rows):
         return False
-    return driver_rows <= settings.endgame_max_delta_rows or not_growing
+    return driver_rows <= limit or not_growing
+
+
+# Bytes one value takes in an Arrow column (and in DuckDB's), by Spark's type name; null masks
+# and offsets are within the slack of `HELD_PER_BYTE`.
+FIXED_WIDTHS = {"boolean": 1, "byte": 1, "short": 2, "integer": 4, "date": 4, "float": 4,
+                "long": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8, "decimal": 16}
+VARIABLE_WIDTH = 32  # a string, binary or nested value: a guess (no job reads their lengths)
+# What the driver holds per estimated byte: the relations once (the pulled Arrow tables, which
+# DuckDB scans in place), the state several times (DuckDB's `all`, `delta` and `new` tables, the
+# merge's hash tables, the Arrow copy written back to Spark).
+HELD_PER_BYTE = {"relations": 1.5, "state": 4.0}
+# Of the memory available when the endgame decides, the share its fixpoint may take: the rest
+# stays for Spark's own driver (whose JVM grows into it) and the machine's other processes.
+AVAILABLE_SHARE = 0.5
+UNKNOWN_AVAILABLE = 1 << 30  # bytes assumed available where the system does not say (not Linux)
+
+
+def row_bytes(schema: StructType) -> int:
+    return sum(FIXED_WIDTHS.get(f.dataType.typeName(), VARIABLE_WIDTH) for f in schema.fields)
+
+
+def held_bytes(state: int, relations: int) -> int:
+    """What the driver holds for `state` and `relations` estimated bytes (see HELD_PER_BYTE)."""
+    return int(state * HELD_PER_BYTE["state"] + relations * HELD_PER_BYTE["relations"])
+
+
+def driver_budget(setting: int, available: int | None) -> int:
+    """The bytes the driver fixpoint may hold: `spark.recsql.endgame.driverMemory` when set,
+    else a share of the `available` memory."""
+    if setting:
+        return setting
+    return int((available if available is not None else UNKNOWN_AVAILABLE) * AVAILABLE_SHARE)
+
+
+def available_memory() -> int | None:
+    """Bytes this process may still allocate: the system's available memory (/proc/meminfo's
+    MemAvailable: free memory plus what the kernel can reclaim), within a cgroup's limit if the
+    process runs under one; None where neither is known."""
+    found = []
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    try:
+        with open("/sys/fs/cgroup/memory.max") as limit, open("/sys/fs/cgroup/memory.current") as used:
+            text = limit.read().strip()
+            if text != "max":
+                found.append(max(int(text) - int(used.read().strip()), 0))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
+def pull_fits(relation_bytes: int, max_result_size: int) -> bool:
+    """Whether Spark lets one action bring a relation of `relation_bytes` to the driver (its
+    `spark.driver.maxResultSize`, 0: no limit; the Arrow batches are about the estimate)."""
+    return not max_result_size or relation_bytes <= max_result_size
+
+
+def _max_result_size(run: Loop) -> int:
+    try:
+        return byte_size(run.ctx.spark.conf.get("spark.driver.maxResultSize", "1g") or "1g")
+    except (PySparkException, ValueError):  # not readable (a Connect server's own), or odd
+        return 1 << 30  # Spark's default
+
+
+def state_bytes(run: Loop) -> int:
+    return sum(s.total_rows * row_bytes(s.schema) for s in run.states.values())
 
 
 def _translatable(run: Loop, info: RunInfo) -> bool:
@@ -133,7 +220,17 @@ def _base_rows(run: Loop, info: RunInfo) -> int | None:
     if info.base_rows is None:
         try:
             info.relations = relations(run)
-            info.base_rows = sum(_rows(run, key, df) for key, (_, df) in info.relations.items())
+            sizes = [(_rows(run, key, df), row_bytes(df.schema)) for key, (_, df) in info.relations.items()]
+            info.base_rows = sum(rows for rows, _ in sizes)
+            info.base_bytes = sum(rows * width for rows, width in sizes)
+            info.budget = driver_budget(run.ctx.settings.endgame_driver_memory, available_memory())
+            info.max_pull = _max_result_size(run)
+            largest = max((rows * width for rows, width in sizes), default=0)
+            if not pull_fits(largest, info.max_pull):
+                log.info("endgame: staying on Spark: a relation of about %d bytes exceeds "
+                         "spark.driver.maxResultSize", largest)
+                info.disabled = True
+                return None
         except (Untranslatable, PySparkException) as error:
             # a relation the driver cannot be given (an unbound reference, a table-valued
             # function), or one Spark cannot size: unresolvable (AnalysisException) or failing

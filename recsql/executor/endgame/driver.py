@@ -1,29 +1,40 @@
 """The driver loop: pull the states and the relations into an in-process DuckDB, run the
 semi-naive iterations there, put the states back. Only the failures the endgame expects hand
-the fixpoint back to Spark, untouched: a branch it cannot translate, an error DuckDB raises
-(Spark then raises its own, where it has one), and a fixpoint that outgrows the budgets. Any other
-failure is a bug and surfaces.
+the fixpoint back to Spark: a branch it cannot translate or an error DuckDB raises (DuckDB's own
+memory limit included) leave it untouched (Spark then raises its own error, where it has one);
+a fixpoint that outgrows the budgets hands Spark its states as of its last complete iteration,
+so no work is lost. Any other failure is a bug and surfaces.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from typing import Any
 
 from pyspark.errors import PySparkNotImplementedError, PySparkTypeError, PySparkValueError
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
 from recsql.executor import bases
 from recsql.executor.action import spark_job
 from recsql.executor.driver_sql import Untranslatable
-from recsql.executor.endgame.decide import RunInfo, applies, applies_from_start, last_iteration, relations
+from recsql.executor.endgame.decide import (
+    RunInfo,
+    applies,
+    applies_from_start,
+    held_bytes,
+    last_iteration,
+    relations,
+    row_bytes,
+)
 from recsql.executor.endgame.merges import Merge, merge_for
 from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
 from recsql.executor.loop import Loop
-from recsql.executor.state import ContributorState
+from recsql.executor.state import ContributorState, RelationState
 from recsql.executor.stats import IterationStats
 from recsql.planner.model import DELTA, CTEPlan
 
@@ -36,16 +47,11 @@ log = logging.getLogger(__name__)
 # optimizer name fails the attempt, and the fixpoint stays on Spark.
 EXACT_OPTIMIZERS = "SET disabled_optimizers = 'expression_rewriter,statistics_propagation'"
 
+# DuckDB's memory limit is the driver budget, but never below what its buffers need to work at
+# all (it failed to allocate a 2 MiB block under a 1 MiB limit)
+DUCKDB_MIN_MEMORY = 256 << 20
 MAX_ATTEMPTS = 3  # driver attempts per run that outgrew the budget before the endgame gives up
 _ARROW_IN = "rq_arrow_in"  # the name a pulled Arrow table is registered under while loaded
-
-
-class OverBudget(Exception):
-    """The driver fixpoint outgrew the budgets after `iterations` iterations."""
-
-    def __init__(self, iterations: int) -> None:
-        super().__init__(iterations)
-        self.iterations = iterations
 
 
 class Driver:
@@ -80,15 +86,16 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
     try:
         driver = _Driver(run, info, from_start=iteration is None)
         stats = driver.run(iteration)
-        driver.write_back()
+        if driver.over_budget:
+            # Spark continues from the driver's last complete iteration: its states, delta
+            # included, so no work is lost
+            log.info("endgame: the driver fixpoint outgrew the budget after %d iteration(s); "
+                     "Spark continues from there", len(stats) // len(run.group.ctes))
+            driver.hand_back()
+        else:
+            driver.write_back()
     except RecSQLExecutionError:
         raise  # maxIterations: the same error Spark would raise
-    except OverBudget as over:
-        log.info("endgame: driver fixpoint outgrew the budget after %d iteration(s); back to Spark",
-                 over.iterations)
-        info.not_before = (iteration or 0) + over.iterations + 1
-        info.disabled = info.attempts >= MAX_ATTEMPTS
-        return False
     except (Untranslatable, duckdb.Error) as error:  # Spark continues (and, for an error
         # Spark shares, such as an overflow, raises it itself); anything else is a bug
         log.info("endgame: staying on Spark: %s: %s", type(error).__name__, error)
@@ -98,11 +105,14 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
     finally:
         if driver is not None:
             driver.close()
-    info.arrow.clear()
+    info.arrow.clear()  # a table's pulled copy stays kept for later statements (bases.py)
     for stat in stats:
         run.stats.append(stat)
         if run.ctx.on_iteration:
             run.ctx.on_iteration(stat)
+    if driver.over_budget:  # at least one Spark iteration before the driver is asked again
+        info.not_before = last_iteration(run) + 1
+        info.disabled = info.attempts >= MAX_ATTEMPTS
     return True
 
 
@@ -120,6 +130,12 @@ class _Driver:
         self.started = time.perf_counter()
         self.con = duckdb.connect()
         self.con.execute(EXACT_OPTIMIZERS)
+        # past the budget DuckDB fails the attempt (a duckdb.Error: Spark continues) rather
+        # than the process running out of memory
+        self.spill = tempfile.TemporaryDirectory(prefix="recsql-duckdb-")  # not DuckDB's ./.tmp
+        self.set("memory_limit", f"{max(info.budget, DUCKDB_MIN_MEMORY)}b")
+        self.set("temp_directory", self.spill.name)
+        self.over_budget = False
         self.names: dict[str, dict[str, str]] = {}  # cte key -> role -> DuckDB table
         self.totals: dict[str, int] = {}
         self.deltas: dict[str, int] = {}
@@ -127,11 +143,12 @@ class _Driver:
         self.base_sql: dict[str, list[exp.Query]] = {}  # cte key -> its base branches (from start)
         self.merges: dict[str, Merge] = {}  # cte key -> its merge
         self.statements: dict[tuple[str, tuple], str] = {}  # (cte key, live rules) -> candidates
-        self.base_rows = info.base_rows or 0
+        self.row_bytes = {cte.key: row_bytes(run.states[cte.key].schema) for cte in run.group.ctes}
         for cte in run.group.ctes:  # fail early on a head type DuckDB cannot mirror
             for f in run.states[cte.key].schema.fields:
                 duck_type(f.dataType)
         self.pull()
+        self.pull_seconds = time.perf_counter() - self.started
 
     def close(self) -> None:
         import duckdb
@@ -140,6 +157,11 @@ class _Driver:
             self.con.close()
         except duckdb.Error as error:  # the attempt's outcome stands; the connection is dropped
             log.debug("endgame: closing DuckDB: %s", error)
+        self.spill.cleanup()
+
+    def set(self, option: str, value: str) -> None:
+        self.sql(exp.Set(expressions=[exp.SetItem(this=exp.EQ(
+            this=exp.column(option), expression=exp.Literal.string(value)))]))
 
     def sql(self, statement: exp.Expr | str) -> list[tuple]:
         text = statement if isinstance(statement, str) else statement.sql("duckdb", identify=True)
@@ -191,7 +213,7 @@ class _Driver:
             if table is None:
                 table = self.pull_relation(key, name, df)
             self.info.arrow[name] = table  # kept for a retry after an over-budget attempt
-            self.load_arrow(name, table)
+            self.con.register(name, table)  # scanned in place: no copy
         for i, cte in enumerate(run.group.ctes):
             state = run.states[cte.key]
             names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new"}
@@ -232,7 +254,8 @@ class _Driver:
                 else:  # a CTE of a mutual recursion may start from its partners' rows only
                     self.no_change(cte)
                 self.report(stats, cte, iteration, self.started)
-            self.check_budget(stats)
+            if self.outgrown():
+                return stats
         while any(self.deltas.values()):
             iteration += 1
             if iteration > self.settings.max_iterations:
@@ -246,7 +269,8 @@ class _Driver:
                     self.no_change(cte)
                 self.report(stats, cte, iteration, started)
                 started = time.perf_counter()
-            self.check_budget(stats)
+            if self.outgrown():
+                return stats
         return stats
 
     def report(self, stats: list[IterationStats], cte: CTEPlan, iteration: int, started: float) -> None:
@@ -254,13 +278,17 @@ class _Driver:
             cte=cte.name, iteration=iteration, delta_rows=self.deltas[cte.key],
             total_rows=self.totals[cte.key], seconds=time.perf_counter() - started,
             join_strategy="driver", ran_on="driver",
+            pull_seconds=self.pull_seconds if not stats else 0.0,
         ))
 
-    def check_budget(self, stats: list[IterationStats]) -> None:
-        driver_rows = sum(self.totals.values()) + self.base_rows
-        if (any(d > self.settings.endgame_max_delta_rows for d in self.deltas.values())
-                or driver_rows > self.settings.endgame_max_driver_rows):
-            raise OverBudget(len(stats) // len(self.run_.group.ctes))
+    def outgrown(self) -> bool:
+        """Whether the states outgrew the budgets with the last iteration (which is complete,
+        so Spark can take over from it): the bytes they hold, or a delta over `maxDeltaRows`."""
+        limit = self.settings.endgame_max_delta_rows
+        state = sum(self.totals[key] * self.row_bytes[key] for key in self.totals)
+        self.over_budget = (bool(limit and any(d > limit for d in self.deltas.values()))
+                            or held_bytes(state, self.info.base_bytes) > self.info.budget)
+        return self.over_budget and any(self.deltas.values())
 
     def candidates(self, cte: CTEPlan) -> bool:
         """Materialise the CTE's candidates of this iteration; False when no rule ran."""
@@ -320,6 +348,29 @@ class _Driver:
                 contributors = spark.createDataFrame(
                     self.arrow(names["contrib"], schema.fieldNames()), schema)
             state.restore(all_df, None, 0, self.totals[cte.key], contributors)
+
+    def hand_back(self) -> None:
+        """Put the states of the last complete iteration back on Spark, delta included, placed
+        by their keys and checkpointed as the Spark loop keeps its states, for it to continue."""
+        run = self.run_
+        for cte in run.group.ctes:
+            state = run.states[cte.key]
+            names = self.names[cte.key]
+            with spark_job(cte, last_iteration(run)):
+                all_df = self.placed(state, names["all"], state.schema)
+                delta = self.placed(state, names["delta"], state.schema)
+                contributors = None
+                if isinstance(state, ContributorState):
+                    contributors = self.placed(state, names["contrib"], state.contributors.schema)
+            state.restore(all_df, delta, self.deltas[cte.key], self.totals[cte.key], contributors)
+
+    def placed(self, state: RelationState, table: str, schema: StructType) -> DataFrame:
+        """A DuckDB table on Spark, hash-partitioned by the state's key columns it has (as the
+        Spark loop places its states) and checkpointed, so the next iteration joins it as such."""
+        df = self.run_.ctx.spark.createDataFrame(self.arrow(table, schema.fieldNames()), schema)
+        key = [c for c in state.key if c in schema.fieldNames()]
+        placed = df.repartition(state.partitions, *key) if key else df.coalesce(1)
+        return placed.localCheckpoint(eager=True)
 
     def arrow(self, table: str, columns: list[str]) -> Any:
         select = exp.select(*[exp.column(c, quoted=True) for c in columns]).from_(_table(table))
