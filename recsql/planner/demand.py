@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner.branches import branches_of, has_modifiers
+from recsql.planner.doubling import has_clauses, single_equality
 from recsql.planner.names import is_cte_reference
 
 CONSTANT_NODES = (exp.Literal, exp.Placeholder, exp.Neg, exp.Paren, exp.Cast, exp.DataType,
@@ -164,7 +165,7 @@ def _reversed_closure(cte: exp.CTE, key: str, branches: list[exp.Query], index: 
         return None
     anchor, linear = branches
     edge = _edge(anchor)
-    if edge is None or not isinstance(linear, exp.Select) or _clauses(linear, "joins", "where"):
+    if edge is None or not isinstance(linear, exp.Select) or has_clauses(linear, "joins", "where"):
         return None
     table, source, target = edge
     tables = _sources(linear)
@@ -173,7 +174,7 @@ def _reversed_closure(cte: exp.CTE, key: str, branches: list[exp.Query], index: 
     if len(tables) != 2 or len(refs) != 1 or len(others) != 1 or not isinstance(others[0], exp.Table) \
             or others[0].args.get("db") or others[0].name.lower() != table:
         return None
-    condition = _only_equality(linear)
+    condition = single_equality(linear)
     outputs = [e.unalias() for e in linear.expressions]
     if condition is None or len(outputs) != 2 or not all(isinstance(c, exp.Column) for c in outputs):
         return None
@@ -202,7 +203,7 @@ def _reversed_closure(cte: exp.CTE, key: str, branches: list[exp.Query], index: 
 
 def _edge(anchor: exp.Query) -> tuple[str, str, str] | None:
     """(table, source column, target column) of a base branch `SELECT s, d FROM E`."""
-    if not isinstance(anchor, exp.Select) or _clauses(anchor):
+    if not isinstance(anchor, exp.Select) or has_clauses(anchor):
         return None
     tables = _sources(anchor)
     if len(tables) != 1 or not isinstance(tables[0], exp.Table) or tables[0].args.get("db") \
@@ -213,26 +214,6 @@ def _edge(anchor: exp.Query) -> tuple[str, str, str] | None:
             "", tables[0].alias_or_name.lower()) for c in outputs):
         return None
     return tables[0].name.lower(), outputs[0].name.lower(), outputs[1].name.lower()
-
-
-def _clauses(select: exp.Select, *allowed: str) -> bool:
-    clauses = ("joins", "where", "group", "having", "qualify", "order", "limit", "offset",
-               "distinct", "windows", "laterals")
-    return any(select.args.get(k) for k in clauses if k not in allowed)
-
-
-def _only_equality(select: exp.Select) -> tuple[exp.Column, exp.Column] | None:
-    """The branch's only condition, `column = column` (in WHERE or an inner join's ON)."""
-    conditions = [select.args["where"].this] if select.args.get("where") else []
-    for join in select.args.get("joins") or []:
-        if join.args.get("using") or join.side or join.kind not in ("", "CROSS", "INNER"):
-            return None
-        if join.args.get("on"):
-            conditions.append(join.args["on"])
-    if len(conditions) != 1 or not isinstance(conditions[0], exp.EQ):
-        return None
-    sides = (conditions[0].this, conditions[0].expression)
-    return sides if all(isinstance(s, exp.Column) and s.table for s in sides) else None
 
 
 def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -> str:

@@ -45,7 +45,7 @@ def switch_variants(branch: Branch) -> tuple[tuple[str, ...], ...]:
 
 def _edge_columns(select: exp.Expr) -> tuple[TableName, str, str] | None:
     """(table, source column, target column) of a base branch `SELECT x, y FROM t`."""
-    if not isinstance(select, exp.Select) or _has_clauses(select):
+    if not isinstance(select, exp.Select) or has_clauses(select):
         return None
     table = select.args["from_"].this if select.args.get("from_") else None
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier):
@@ -62,9 +62,9 @@ def _is_linear_closure(cte: CTEPlan, branch: Branch, table: TableName, source: s
     select = branch.select
     if len(branch.refs) != 1 or len(branch.bases) != 1 or branch.bases[0].table != table:
         return False
-    if not isinstance(select, exp.Select) or _has_clauses(select, "joins", "where"):
+    if not isinstance(select, exp.Select) or has_clauses(select, "joins", "where"):
         return False
-    condition = _single_equality(select)
+    condition = single_equality(select)
     outputs = [e.unalias() for e in select.expressions]
     if condition is None or len(outputs) != 2 or not all(isinstance(c, exp.Column) for c in outputs):
         return False
@@ -77,13 +77,13 @@ def _is_linear_closure(cte: CTEPlan, branch: Branch, table: TableName, source: s
     return right or left
 
 
-def _has_clauses(select: exp.Select, *allowed: str) -> bool:
+def has_clauses(select: exp.Select, *allowed: str) -> bool:
     clauses = ("joins", "where", "group", "having", "qualify", "order", "limit", "offset",
                "distinct", "windows", "laterals")
     return any(select.args.get(k) for k in clauses if k not in allowed)
 
 
-def _single_equality(select: exp.Select) -> tuple[exp.Column, exp.Column] | None:
+def single_equality(select: exp.Select) -> tuple[exp.Column, exp.Column] | None:
     """The branch's only condition, if it is `column = column` (in WHERE or a join's ON)."""
     conditions = [select.args["where"].this] if select.args.get("where") else []
     for join in select.args.get("joins") or []:
