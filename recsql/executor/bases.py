@@ -113,7 +113,7 @@ def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
     kept = _KEPT.setdefault(ctx.spark, OrderedDict())
     files = _identity(ctx, table)
     old = kept.pop(slot, None)
-    if old is not None and files is not None and old.files == files and plan.sameSemantics(old.plan):
+    if old is not None and files is not None and old.files == files and _same_plan(plan, old.plan):
         log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
         kept[slot] = old
         return old.value
@@ -178,8 +178,18 @@ def release(ctx: Context) -> None:
     (RMAT 2^20 SSSP, the benchmark's kept copy after a `nothing kept` run: 33.9 s, not 12)."""
     kept = [k.value for k in _KEPT.get(ctx.spark, {}).values() if isinstance(k.value, PartitionedBase)]
     for partitioned in ctx.bases.values():
-        if not any(partitioned is k or partitioned.df.sameSemantics(k.df) for k in kept):
+        if not any(partitioned is k or _same_plan(partitioned.df, k.df) for k in kept):
             _release(partitioned)
+
+
+def _same_plan(a: DataFrame, b: DataFrame) -> bool:
+    """Whether two plans are the same. A kept copy over a table dropped since is no match: Spark
+    Connect analyses a DataFrame's plan again on every call, and the table is gone."""
+    try:
+        return a.sameSemantics(b)
+    except PySparkException as error:
+        log.debug("recsql: plans could not be compared: %s", error)
+        return False
 
 
 def _release(value: Any) -> None:
