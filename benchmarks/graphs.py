@@ -145,6 +145,14 @@ def bowtie(width: int = 2000, length: int = 50, seed: int = SEED) -> Graph:
                  f"bowtie: 1 -> {width} vertices -> chain of {length} -> {width} vertices")
 
 
+def chain(n: int, seed: int = SEED) -> Graph:
+    """A path 0 -> 1 -> ... -> n (the deep case: n iterations, a closure of n(n+1)/2 pairs)."""
+    rng = np.random.default_rng([seed, n, 3])
+    s = np.arange(n, dtype=np.int64)
+    return Graph(f"chain-{n}", s, s + 1, _weights(rng, n), True, 0,
+                 f"a chain of {n} edges 0 -> 1 -> ... -> {n}, source 0")
+
+
 def real(dataset: str, symmetric: bool = False, seed: int = SEED) -> Graph:
     """A graph from /work/shared/data/graphs/<dataset>.tsv.gz (see the README there).
 
@@ -170,12 +178,15 @@ def real(dataset: str, symmetric: bool = False, seed: int = SEED) -> Graph:
 # name -> builder; names are what --graphs accepts
 BUILDERS = {
     "rmat-8": lambda: rmat(8),
+    "rmat-10": lambda: rmat(10),
     "rmat-12": lambda: rmat(12),
     "rmat-14": lambda: rmat(14),
     "rmat-16": lambda: rmat(16),
     "rmat-18": lambda: rmat(18),
     "rmat-20": lambda: rmat(20),  # 16.1M edges; run on its own (minutes)
     "rmat-20-seed7": lambda: rmat(20, seed=7, source=0),  # a second 2^20 graph, another source
+    "rmat-22": lambda: rmat(22),  # 64M edges; tens of minutes per case
+    "chain-200": lambda: chain(200),
     "grid-60": lambda: grid(60),
     "bintree-down-12": lambda: bintree(12, up=False),
     "bintree-up-12": lambda: bintree(12, up=True),

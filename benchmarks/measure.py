@@ -14,6 +14,7 @@ import platform
 import re
 import statistics
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -59,6 +60,34 @@ def spark_jobs(spark) -> list[tuple[float, float]]:
 def job_seconds(jobs: list[tuple[float, float]], start: float, end: float) -> float:
     """Seconds Spark spent running the jobs submitted between epoch seconds `start` and `end`."""
     return sum(done - submitted for submitted, done in jobs if start <= submitted <= end)
+
+
+# ---------------------------------------------------------------- what wrote a results file
+COMMAND: str | None = None  # the runner's command line, set by `python -m benchmarks`
+
+
+def command() -> str:
+    """The command that is writing the results (as typed, from the repository root)."""
+    if COMMAND:
+        return COMMAND
+    return " ".join(["python", *sys.argv])
+
+
+def stamp(started_load: str | None = None, spark=None) -> list[str]:
+    """The lines every results file opens with (Markdown bullets): the command, the commit, the
+    machine, the load average (at the start, if given, and now), the versions."""
+    m = machine()
+    load_line = (f"{started_load} at the start, {m['load_start']} at the end" if started_load
+                 else f"{m['load_start']} when written")
+    versions_ = versions(spark)
+    commit = versions_.pop("recsql commit")
+    return [
+        f"- command: `{command()}` (from the repository root)",
+        f"- commit: {commit}",
+        f"- machine: {m['cores']} cores, {m['memory_gib']:.1f} GiB, {m['cpu']}, {m['os']}; load "
+        f"average (1/5/15 min) {load_line}; other engineers' processes share the cores",
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions_.items()),
+    ]
 
 
 # ---------------------------------------------------------------- machine and versions

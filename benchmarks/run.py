@@ -1,4 +1,4 @@
-"""One command for the whole suite:  python -m benchmarks.run [--quick] [--queries ...] [--graphs ...]
+"""The per-case protocol of every matrix suite (`suites.Matrix`: queries x graphs x engines).
 
 For every (query, graph): compute the oracle answer, load the edges once (parquet -> one cached
 Spark DataFrame shared by all Spark engines), then
@@ -6,79 +6,19 @@ Spark DataFrame shared by all Spark engines), then
      else the engine is reported as a failure for this case and never timed;
   2. --warmup untimed rounds (default 0), then --runs timed rounds, engines interleaved
      A B C A B C ..., every answer checked again.
-Writes benchmarks/RESULTS.md (and benchmarks/out/results.json) after every case.
+Writes the suite's results file (and benchmarks/out/<suite>.json) after every case.
 """
 from __future__ import annotations
 
-import argparse
 import gc
 import json
-import os
-import sys
 import time
 import traceback
 from pathlib import Path
 
 from . import graphs, measure, report
-from .engines import TimedOut, Workload, all_engines, to_rows
-from .queries import FULL_PLAN, ORACLES, QUERIES, QUICK_PLAN, graph_for
-
-HERE = Path(__file__).resolve().parent
-
-
-def parse(argv):
-    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small graphs, a few minutes")
-    p.add_argument("--queries", nargs="+", choices=sorted(QUERIES), help="only these queries")
-    p.add_argument("--graphs", nargs="+", help=f"only these graphs: {', '.join(graphs.BUILDERS)}")
-    p.add_argument("--engines", nargs="+", help="only engines whose name contains one of these")
-    p.add_argument("--runs", type=int, default=3, help="timed runs per engine (default 3)")
-    # the JVM's JIT takes several runs to settle: in one session at RMAT 2^16, recsql's Spark loop
-    # took 3.5, 3.1, 2.8, 2.7 s in its first four SSSP runs and 2.0-2.1 s from its tenth on
-    p.add_argument("--warmup", type=int, default=0,
-                   help="untimed interleaved rounds after the check runs (default 0), for steady-state "
-                        "figures")
-    # one per core: the careful loop's fastest here (RMAT 2^16, 4 interleaved runs: SSSP 6.04 s
-    # with 4, 5.78 s with 2; CC 3.24 s, 3.06 s), and recsql's state is capped at it anyway
-    p.add_argument("--shuffle-partitions", type=int, default=os.cpu_count() or 2,
-                   help="the session's spark.sql.shuffle.partitions (default: one per core)")
-    p.add_argument("--cache-cap", type=float, help="per-run cap for the cache() loop, s "
-                   "(default 300, --quick 20)")
-    p.add_argument("--run-cap", type=float, help="per-run cap for every other engine, s "
-                   "(default 1800, --quick 300)")
-    p.add_argument("--output", default=str(HERE / "RESULTS.md"))
-    a = p.parse_args(argv)
-    if a.runs < 1:
-        p.error("--runs must be >= 1")
-    a.cache_cap = a.cache_cap or (20.0 if a.quick else 300.0)
-    a.run_cap = a.run_cap or (300.0 if a.quick else 1800.0)
-    return a
-
-
-def cases(args):
-    """The (query, graph) pairs to run: with both --queries and --graphs, every named query on every
-    named graph; otherwise the plan's pairs that match the one given, and sssp and reach on named
-    graphs outside the plan."""
-    for gname in args.graphs or []:
-        if gname not in graphs.BUILDERS:
-            sys.exit(f"unknown graph {gname!r}; known: {', '.join(graphs.BUILDERS)}")
-    if args.queries and args.graphs:
-        for qname in args.queries:
-            for gname in args.graphs:
-                yield QUERIES[qname], gname
-        return
-    plan = QUICK_PLAN if args.quick else FULL_PLAN
-    for qname, gname in plan:
-        if (args.queries and qname not in args.queries) or (args.graphs and gname not in args.graphs):
-            continue
-        yield QUERIES[qname], gname
-    if args.graphs:  # graphs named explicitly but outside the plan: run sssp and reach on them
-        planned = {g for _, g in plan}
-        for gname in args.graphs:
-            if gname not in planned:
-                for qname in ["sssp", "reach"]:
-                    yield QUERIES[qname], gname
+from .engines import TimedOut, Workload, to_rows
+from .queries import ORACLES, QUERIES, graph_for
 
 
 def one_run(engine, w, cap, mem):
@@ -86,6 +26,7 @@ def one_run(engine, w, cap, mem):
     # Python's collector only: a full JVM GC before each run (System.gc()) shrank the heap, and the
     # run after it re-grew it, 15% slower (recsql's Spark loop, RMAT 2^16 SSSP, medians of 8
     # interleaved runs: 2.58 s after a full GC, 2.25 s without), which no user's session pays
+    engine.before_run(w)
     gc.collect()
     mem.reset()
     deadline = time.monotonic() + cap
@@ -149,7 +90,7 @@ def run_case(q, gname, engines, avail, spark, mem, args, log):
         entry = {"seconds": rec["seconds"], "status": rec["status"], "mem": rec["mem"]}
         if out is not None:
             entry.update(iterations=out.iterations, iter_seconds=out.iter_seconds,
-                         ran_on=out.ran_on, note=out.note)
+                         ran_on=out.ran_on, note=out.note, breakdown=out.breakdown)
         if rec["status"] != "ok":
             res.update(status=rec["status"], detail=rec.get("detail"), failed_run=entry,
                        iterations=rec.get("iterations"))
@@ -179,32 +120,26 @@ def run_case(q, gname, engines, avail, spark, mem, args, log):
     return case
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
-    args = parse(argv)
-    command = "python -m benchmarks.run" + ("" if not argv else " " + " ".join(argv))
-    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
-
-    def log(msg):
-        print(msg, flush=True)
-
-    engines = all_engines()
-    if args.engines:
-        engines = [e for e in engines if any(s.lower() in e.name.lower() for s in args.engines)]
+def run_matrix(suite, cases, engines, opts, log) -> Path:
+    """Run `cases` ((query, graph) pairs) on `engines` by the protocol above; write the results
+    file after every case and return its path. `opts`: runs, warmup, caps, shuffle partitions,
+    output (the runner's options over the suite's declaration)."""
     avail = {e.name: e.unavailable() for e in engines}
     for name, why in avail.items():
         if why:
             log(f"{name}: unavailable: {why}")
-
-    spark, t_session, t_first = measure.start_spark(args.shuffle_partitions)
+    started = time.strftime("%Y-%m-%d %H:%M:%S %Z")
+    machine = measure.machine()
+    spark, t_session, t_first = measure.start_spark(opts.shuffle_partitions)
     mem = measure.PeakMemory()
     mem.find_jvm()
     for k in ("spark.sql.cteRecursionLevelLimit", "spark.sql.cteRecursionRowLimit"):
         spark.conf.set(k, "-1")  # for the native engine; no effect on the others
-    meta = {"command": command, "started": started, "machine": measure.machine(),
+    meta = {"command": measure.command(), "suite": suite.name, "suite_desc": suite.description,
+            "started": started, "machine": machine,
             "versions": measure.versions(spark), "jvm_startup_s": t_session,
-            "first_job_s": t_first, "runs": args.runs, "warmup": args.warmup, "quick": args.quick,
-            "cache_cap": args.cache_cap, "run_cap": args.run_cap,
+            "first_job_s": t_first, "runs": opts.runs, "warmup": opts.warmup,
+            "quick": suite.name == "quick", "cache_cap": opts.cache_cap, "run_cap": opts.run_cap,
             "spark_conf": {k: spark.conf.get(k) for k in (
                 "spark.master", "spark.driver.memory", "spark.sql.shuffle.partitions",
                 "spark.sql.adaptive.enabled", "spark.sql.ansi.enabled",
@@ -215,20 +150,20 @@ def main(argv=None):
     log(f"Spark session {t_session:.1f} s, first job {t_first:.1f} s; JVM pid {mem.jvm}")
 
     results = []
-    out_json = graphs.OUT / "results.json"
+    output = Path(opts.output)
+    out_json = graphs.OUT / f"{suite.name}.json"
     graphs.OUT.mkdir(parents=True, exist_ok=True)
     t_all = time.perf_counter()
-    for q, gname in cases(args):
-        log(f"{q.name} on {gname}")
-        results.append(run_case(q, gname, engines, avail, spark, mem, args, log))
-        meta["memory_reset_ok"] = mem.resettable
-        meta["wall_s"] = time.perf_counter() - t_all
-        meta["load_end"] = measure.load()
-        out_json.write_text(json.dumps({"meta": meta, "cases": results}, indent=1, default=str))
-        report.write(Path(args.output), meta, results)
-    log(f"wrote {args.output} ({time.perf_counter() - t_all:.0f} s)")
-    spark.stop()
-
-
-if __name__ == "__main__":
-    main()
+    try:
+        for qname, gname in cases:
+            log(f"{qname} on {gname}")
+            results.append(run_case(QUERIES[qname], gname, engines, avail, spark, mem, opts, log))
+            meta["memory_reset_ok"] = mem.resettable
+            meta["wall_s"] = time.perf_counter() - t_all
+            meta["load_end"] = measure.load()
+            out_json.write_text(json.dumps({"meta": meta, "cases": results}, indent=1, default=str))
+            report.write(output, meta, results)
+    finally:
+        spark.stop()
+    log(f"wrote {output} ({time.perf_counter() - t_all:.0f} s)")
+    return output

@@ -27,6 +27,7 @@ class Outcome:
     iter_seconds: list[float] = field(default_factory=list)
     ran_on: str = ""                  # where the iterations ran, e.g. "spark x9" or "driver x3, spark x6"
     note: str = ""
+    breakdown: dict[str, float] | None = None  # recsql: where the statement's seconds went
 
 
 @dataclass
@@ -54,6 +55,9 @@ class Engine:
     def prepare(self, w: Workload) -> None:
         """Per-workload set-up outside the timing (e.g. loading tables)."""
 
+    def before_run(self, w: Workload) -> None:
+        """Set-up before each run, outside the timing (e.g. dropping what earlier runs kept)."""
+
     def run(self, w: Workload, deadline: float) -> Outcome:
         raise NotImplementedError
 
@@ -73,23 +77,66 @@ def to_rows(answer) -> set:
     return {tuple(int(x) for x in row) for row in zip(*cols)}
 
 
+@dataclass(frozen=True)
+class Settings:
+    """A recsql engine declared by its settings alone (a suite's A/B variants): shown as
+    `recsql (label)`."""
+    label: str
+    conf: tuple[tuple[str, str], ...] = ()
+    cold: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"recsql ({self.label})"
+
+
+OFF = (("spark.recsql.endgame.enabled", "false"),)
+
+# the named recsql engines: timed runs follow an untimed check run over the same table, so a
+# warm engine reads the copies of the base it kept from an earlier statement (partitioned on
+# Spark, or pulled to the driver; see spark.recsql.base.keep); a cold one drops every kept copy
+# before each run, as a session's first statement over a cached table finds none
+RECSQL = [
+    Settings("default settings"),
+    Settings("default settings, cold", cold=True),
+    Settings("endgame off", OFF),
+    Settings("endgame off, cold", OFF, cold=True),
+    Settings("endgame off, shuffle joins", (*OFF, ("spark.recsql.joinStrategy", "shuffle"))),
+    Settings("endgame off, skew on", (*OFF, ("spark.recsql.skew.enabled", "true"))),
+]
+
+
 def all_engines() -> list[Engine]:
+    """Every engine of the full suite, in the order the reports show them."""
     from .careful import CarefulLoop
     from .duckdb_engine import DuckDBEngine
     from .loops import CacheLoop, CheckpointLoop
-    from .recsql_engine import RecsqlEngine
     from .scipy_engine import ScipyEngine
     from .spark_native import SparkNativeEngine
 
-    off = {"spark.recsql.endgame.enabled": "false"}
-    # timed runs follow an untimed check run over the same table, so recsql reads the copy of
-    # the base it kept from there (partitioned on Spark, or pulled to the driver; see
-    # spark.recsql.base.keep); "nothing kept" and "base not kept" show a first statement's cost
-    nothing_kept = {"spark.recsql.base.keep": "0"}
-    return [RecsqlEngine("default settings", {}), RecsqlEngine("default, nothing kept", nothing_kept),
-            RecsqlEngine("endgame off", off),
-            RecsqlEngine("endgame off, base not kept", {**off, **nothing_kept}),
-            RecsqlEngine("endgame off, shuffle joins", {**off, "spark.recsql.joinStrategy": "shuffle"}),
-            RecsqlEngine("endgame off, skew on", {**off, "spark.recsql.skew.enabled": "true"}),
-            CarefulLoop(), CheckpointLoop(),
-            CacheLoop(), SparkNativeEngine(), DuckDBEngine(), ScipyEngine()]
+    return [*(recsql_with(s) for s in RECSQL), CarefulLoop(), CheckpointLoop(), CacheLoop(),
+            SparkNativeEngine(), DuckDBEngine(), ScipyEngine()]
+
+
+def recsql_with(settings: Settings) -> Engine:
+    from .recsql_engine import RecsqlEngine
+
+    return RecsqlEngine(settings.label, dict(settings.conf), cold=settings.cold)
+
+
+def names() -> list[str]:
+    return [e.name for e in all_engines()]
+
+
+def resolve(specs) -> list[Engine]:
+    """Engines for a suite: each spec an engine's exact name or a `Settings`."""
+    known = {e.name: e for e in all_engines()}
+    out = []
+    for spec in specs:
+        if isinstance(spec, Settings):
+            out.append(recsql_with(spec))
+        elif spec in known:
+            out.append(known[spec])
+        else:
+            raise KeyError(f"unknown engine {spec!r}; known: {', '.join(known)}")
+    return out

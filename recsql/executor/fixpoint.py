@@ -44,6 +44,7 @@ class GroupRun:
         # (cte, id(branch), width) -> the names and Columns that shape its output
         self.shapes: dict[tuple[str, int, int], tuple[list[str], list[Column]]] = {}
         self.stats: list[IterationStats] = []
+        self.base_seconds = 0.0  # finding or making base copies since the last iteration's stats
         schemas = infer_schemas(self, group)
         self.states: dict[str, RelationState] = {
             cte.key: make_state(
@@ -97,8 +98,10 @@ class GroupRun:
         statements while its input is unchanged: `bases.partitioned`)."""
         key = base_key(table, columns)
         if key not in self.ctx.bases:
+            started = time.perf_counter()
             self.ctx.bases[key] = bases.partitioned(
                 self.ctx, table, columns, lambda plan: self.materialize_base(cte, plan, columns))
+            self.base_seconds += time.perf_counter() - started
         return self.ctx.bases[key].df
 
     def materialize_base(self, cte: CTEPlan, plan: DataFrame, columns: tuple[str, ...]) -> PartitionedBase:
@@ -316,9 +319,11 @@ class GroupRun:
                 cte=cte.name, iteration=iteration, delta_rows=state.delta_rows,
                 total_rows=state.total_rows, seconds=seconds, join_strategy=strategy,
                 driver_seconds=seconds - job_seconds, job_seconds=job_seconds,
+                base_seconds=self.base_seconds,
                 **{k: v for rider in self.riders for k, v in rider.report(cte).items()},
             )
             started = time.perf_counter()
+            self.base_seconds = 0.0
             self.stats.append(stats)
             if self.ctx.on_iteration:
                 self.ctx.on_iteration(stats)

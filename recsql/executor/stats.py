@@ -29,3 +29,9 @@ class IterationStats:
     # the driver endgame's first iteration: its seconds include pulling the relations and the
     # states from Spark into DuckDB, this long
     pull_seconds: float = 0.0
+    # the driver endgame's last iteration: putting its states back on Spark (after its
+    # `seconds`, not within them)
+    write_seconds: float = 0.0
+    # a Spark iteration: its driver_seconds include finding or making the pre-partitioned base
+    # copies it joins (the identity check, and a cold statement's repartition and cache), this long
+    base_seconds: float = 0.0

@@ -8,6 +8,7 @@ so no work is lost. Any other failure is a bug and surfaces.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import tempfile
 import time
@@ -86,6 +87,7 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
     try:
         driver = _Driver(run, info, from_start=iteration is None)
         stats = driver.run(iteration)
+        writing = time.perf_counter()
         if driver.over_budget:
             # Spark continues from the driver's last complete iteration: its states, delta
             # included, so no work is lost
@@ -94,6 +96,8 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
             driver.hand_back()
         else:
             driver.write_back()
+        if stats:  # what the last iteration's report could not include
+            stats[-1] = dataclasses.replace(stats[-1], write_seconds=time.perf_counter() - writing)
     except RecSQLExecutionError:
         raise  # maxIterations: the same error Spark would raise
     except (Untranslatable, duckdb.Error) as error:  # Spark continues (and, for an error

@@ -1,0 +1,147 @@
+"""Every benchmark suite, by name, in one registry (as asv and pyperformance declare their cases).
+
+A suite is either
+- a `Matrix`: queries x graphs x engines, run by the one protocol of `run.py` (oracle answer,
+  an untimed check run of every engine, then interleaved timed rounds, answers checked) and
+  written by `report.py`, with each recsql statement's breakdown and every row's peak RSS; or
+- an `Experiment`: a measurement of its own (servers, a BI tool, a long chain, processes per
+  configuration), a module whose `main(argv)` runs it and writes its results file.
+
+`python -m benchmarks SUITE [options]` runs one (`python -m benchmarks --list` lists them);
+FINDINGS.md names the suite that re-measures each recorded finding.
+"""
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass, field
+
+from .engines import OFF, Settings
+from .queries import FULL_PLAN, QUICK_PLAN
+
+DEFAULT = "recsql (default settings)"
+COLD = "recsql (default settings, cold)"
+ENDGAME_OFF = "recsql (endgame off)"
+ENDGAME_OFF_COLD = "recsql (endgame off, cold)"
+CAREFUL = "careful loop"
+DUCKDB = "DuckDB"
+
+
+def product(queries, graph_names) -> tuple[tuple[str, str], ...]:
+    """Every query on every graph, query by query."""
+    return tuple(itertools.product(queries, graph_names))
+
+
+@dataclass(frozen=True)
+class Matrix:
+    name: str
+    description: str
+    cases: tuple[tuple[str, str], ...]  # (query, graph)
+    engines: tuple = ()  # engine names (engines.names()) or engines.Settings; () = all
+    runs: int = 3
+    warmup: int = 0
+    # one per core: the careful loop's fastest here (RMAT 2^16, 4 interleaved runs: SSSP 6.04 s
+    # with 4, 5.78 s with 2; CC 3.24 s, 3.06 s), and recsql's state is capped at it anyway
+    shuffle_partitions: int = field(default_factory=lambda: os.cpu_count() or 2)
+    cache_cap: float = 300.0  # s per run of the `loop + cache` engine
+    run_cap: float = 1800.0  # s per run of every other engine
+    output: str = "benchmarks/RESULTS.md"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    description: str
+    module: str  # benchmarks.<module>, whose main(argv) runs the experiment
+    args: tuple[str, ...] = ()  # its default arguments (the runner's extra arguments follow)
+    output: str = ""
+
+
+SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
+    # -- routine
+    Matrix("quick", "The routine small cases: SSSP on rmat-12, rmat-14, soc-Epinions1; CC on "
+           "rmat-12; reachability on grid-60 and the bowtie (so the native recursive CTE runs).",
+           QUICK_PLAN, cache_cap=20.0, run_cap=300.0, output="benchmarks/RESULTS-quick.md"),
+    Matrix("full", "Every query on its graphs (`queries.FULL_PLAN`), every engine (hours).",
+           tuple(FULL_PLAN), output="benchmarks/RESULTS.md"),
+    # -- issue 29: big inputs
+    Matrix("rmat20", "SSSP and CC at RMAT 2^20 on two graphs (the suite's `rmat-20`, and "
+           "`rmat-20-seed7` from source 0): recsql's defaults warm (a later statement, reading the "
+           "base copies kept by an earlier one) and cold (every kept copy dropped first: a "
+           "session's first statement over the cached table), the Spark loop only (endgame off), "
+           "the careful loop, DuckDB.",
+           product(["sssp", "cc"], ["rmat-20", "rmat-20-seed7"]),
+           (DEFAULT, COLD, ENDGAME_OFF, CAREFUL, DUCKDB), output="benchmarks/RESULTS-rmat20.md"),
+    Matrix("rmat22", "SSSP at RMAT 2^22 (64M edges): the Spark loop only (endgame off) against "
+           "the careful loop; whether it completes within the machine's memory.",
+           product(["sssp"], ["rmat-22"]), (ENDGAME_OFF, CAREFUL), runs=2,
+           run_cap=3600.0, output="benchmarks/RESULTS-rmat22.md"),
+    Matrix("cold16", "A cold statement (every kept base copy dropped first) against a warm one "
+           "(the copies an earlier statement kept), SSSP and CC at RMAT 2^16, defaults and the "
+           "Spark loop only.",
+           product(["sssp", "cc"], ["rmat-16"]), (DEFAULT, COLD, ENDGAME_OFF, ENDGAME_OFF_COLD),
+           runs=5, warmup=3, output="benchmarks/RESULTS-cold16.md"),
+    # -- re-measuring the recorded findings (FINDINGS.md)
+    Matrix("rmat16", "SSSP and CC at RMAT 2^16 against the careful loop, steady state.",
+           product(["sssp", "cc"], ["rmat-16"]), (DEFAULT, ENDGAME_OFF, CAREFUL), runs=5,
+           warmup=3, output="benchmarks/RESULTS-rmat16-sssp-cc.md"),
+    Matrix("sizes", "SSSP and CC against the careful loop at every size below 2^16.",
+           product(["sssp", "cc"], ["rmat-8", "rmat-12", "rmat-14", "grid-60", "bintree-down-12"]),
+           (DEFAULT, ENDGAME_OFF, CAREFUL), output="benchmarks/RESULTS-sizes.md"),
+    Matrix("targets", "SSSP and CC on rmat-16 and soc-Epinions1: recsql's settings against the "
+           "hand-written loop with localCheckpoint.",
+           product(["sssp", "cc"], ["rmat-16", "soc-Epinions1"]),
+           (DEFAULT, ENDGAME_OFF, "recsql (endgame off, shuffle joins)", "loop + localCheckpoint"),
+           output="benchmarks/RESULTS-targets.md"),
+    Matrix("partitions", "The state's partition count on the Spark loop, in a session keeping "
+           "Spark's default 200 shuffle partitions: recsql's cap (`auto`, one per core) against "
+           "4 and 8.",
+           product(["sssp", "cc"], ["rmat-16"]),
+           (Settings("endgame off, partitions auto", OFF),  # the default: one per core
+            *(Settings(f"endgame off, partitions {w}", (*OFF, ("spark.recsql.partitions", w)))
+              for w in ("4", "8"))),
+           runs=4, warmup=1, shuffle_partitions=200, output="benchmarks/RESULTS-partitions.md"),
+    Matrix("doubling", "Recursive doubling against the linear rules for the transitive closure "
+           "(endgame off): a deep chain, a binary tree pointing up, a shallow RMAT graph.",
+           product(["tc"], ["chain-200", "bintree-up-12", "rmat-8"]),
+           (Settings("endgame off, linear", (*OFF, ("spark.recsql.doubling.afterIterations", "0"))),
+            Settings("endgame off, doubling after 8", OFF)),
+           runs=2, output="benchmarks/RESULTS-doubling.md"),
+    Matrix("skew", "Splitting heavy join keys (`spark.recsql.skew.enabled`) on and off, Spark "
+           "loop only, SSSP at RMAT 2^14.",
+           product(["sssp"], ["rmat-14"]), (ENDGAME_OFF, "recsql (endgame off, skew on)"),
+           output="benchmarks/RESULTS-skew.md"),
+    Matrix("keep", "Keeping base copies across statements (warm) against dropping them before "
+           "each statement (cold), Spark loop only, SSSP and CC at RMAT 2^16.",
+           product(["sssp", "cc"], ["rmat-16"]), (ENDGAME_OFF, ENDGAME_OFF_COLD), runs=7,
+           output="benchmarks/RESULTS-keep.md"),
+    Matrix("lookup", "The key lookup (`spark.recsql.lookup.enabled`) off and on, Spark loop "
+           "only, SSSP and CC at RMAT 2^16.",
+           product(["sssp", "cc"], ["rmat-16"]),
+           (Settings("endgame off, lookup off", (*OFF, ("spark.recsql.lookup.enabled", "false"))),
+            Settings("endgame off, lookup on", (*OFF, ("spark.recsql.lookup.enabled", "true")))),
+           runs=7, output="benchmarks/RESULTS-lookup.md"),
+    Experiment("floor", "Where one Spark-loop statement's time goes, against the floor of a Spark "
+               "job on this machine (Spark's UI splits the tail iterations' jobs from the rest).",
+               "breakdown", ("--query", "sssp", "--graph", "rmat-16", "--runs", "5"),
+               output="benchmarks/RESULTS-floor.md"),
+    Experiment("balance", "Heavy join keys split over partitions: each iteration's largest task "
+               "over the average, with and without splitting (transitive closures).",
+               "balance", ("--depths", "16"), output="benchmarks/RESULTS-balance.md"),
+    Experiment("rollover", "Iteration roll-over on the bowtie: the largest join output, peak "
+               "memory and time per budget, each configuration in its own process.",
+               "rollover", ("--graph", "bowtie-2000x50"), output="benchmarks/RESULTS-rollover.md"),
+    # -- experiments of their own, current results files
+    Experiment("chain", "Long-chain reachability: per-iteration time and driver memory over "
+               "thousands of Spark iterations.", "chain", ("--nodes", "2000", "--endgame", "off"),
+               output="benchmarks/RESULTS-chain.md"),
+    Experiment("server", "`recsql serve` beside Spark's Thrift server: round trip, first batch, "
+               "fetch throughput, same PyHive client.", "server", ("--runs", "5"),
+               output="benchmarks/SERVER.md"),
+    Experiment("superset", "Superset SQL Lab round trips against `recsql serve`, beside PyHive.",
+               "superset", ("--runs", "7", "--warmup", "3"), output="benchmarks/SUPERSET.md"),
+    Experiment("demand", "Demand-driven evaluation: one node's reachable set through a closure "
+               "view, with and without the rewrite, beside Spark and DuckDB.", "demand",
+               ("--rmat", "12", "--tree-depth", "16", "--rounds", "3"),
+               output="benchmarks/DEMAND.md"),
+]}
