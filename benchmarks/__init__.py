@@ -1,1 +1,1 @@
-"""recsql benchmark suite: `python -m benchmarks.run [--quick]` (see README.md)."""
+"""recsql benchmark suites: `python -m benchmarks SUITE` (`--list` names them; see README.md)."""

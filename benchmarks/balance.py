@@ -1,7 +1,7 @@
 """Spatial balance: the largest-to-average partition size of each iteration's join output, with
 and without splitting heavy join keys (recsql/executor/skew.py).
 
-    python -m benchmarks.balance [--depths 16] [--sources 32] [--out benchmarks/BALANCE.md]
+    python -m benchmarks balance [--depths 16] [--sources 32] [--out FILE]
 
 Cases: transitive closure of complete binary trees pointing up (child -> parent: late deltas hold
 few join keys, each with tens of thousands of rows) and down (the balanced control), and on
@@ -13,15 +13,12 @@ runs on Spark); answers are checked against each other and against the expected 
 from __future__ import annotations
 
 import argparse
-import os
-import platform
-import sys
 import time
 from itertools import pairwise
 from pathlib import Path
 
 import recsql
-from benchmarks import graphs
+from benchmarks import graphs, measure
 
 TC = """WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge)
   UNION (SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src)
@@ -79,13 +76,14 @@ def _ratio(value) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks balance")
     parser.add_argument("--depths", type=int, nargs="+", default=[16])
     parser.add_argument("--sources", type=int, default=32, help="soc-Epinions1: sources Src < N")
     parser.add_argument("--skip-epinions", action="store_true")
-    parser.add_argument("--out", default="benchmarks/BALANCE.md")
-    opts = parser.parse_args()
+    parser.add_argument("--out", default="benchmarks/RESULTS-balance.md")
+    opts = parser.parse_args(argv)
+    started_load = measure.load()
 
     spark = recsql.session(master="local[2]", **{"spark.sql.shuffle.partitions": "4",
                                                  "spark.ui.enabled": "false",
@@ -117,21 +115,20 @@ def main() -> None:
         body += table(title, runs)
         rows.append(summary(graph.name, runs))
         spark.catalog.dropTempView("edge")
-    write(opts, rows, body)
+    write(opts, rows, body, started_load)
 
 
-def write(opts, rows: list[str], body: list[str]) -> None:
+def write(opts, rows: list[str], body: list[str], started_load: str) -> None:
     lines = [
         "# Spatial balance: heavy join keys split over partitions",
         "",
-        (f"- machine: {platform.machine()}, {os.cpu_count()} cores (shared), Python "
-         f"{platform.python_version()}, Spark local[2], 4 partitions, AQE off (recsql's fixpoint)"),
-        f"- command: `{' '.join([Path(sys.executable).name, '-m', 'benchmarks.balance', *sys.argv[1:]])}`",
+        *measure.stamp(started_load),
+        "- Spark local[2], 4 partitions, AQE off (recsql's fixpoint)",
         ("- query: transitive closure `tc(X, Y) <- tc(X, Z), edge(Z, Y)`; the delta joins `edge` "
          "(pre-partitioned by Src) on tc.Y"),
         ("- largest / average: the iteration's join output rows in its largest task over the rows "
          "per partition (output / 4); 1.00 is even, 4.00 is one task doing everything. `-`: no output"),
-        ("- off: `spark.recsql.skew.enabled=false`; on: defaults (threshold 0.25 x rows per "
+        ("- off: `spark.recsql.skew.enabled=false`; on: `true`, its defaults otherwise (threshold 0.25 x rows per "
          "partition, at least 10000 rows, 16 keys at most). Times are wall-clock seconds on a "
          "shared machine (load average well above its 2 cores): compare them loosely. One run "
          "each, after an untimed warm-up"),
@@ -148,7 +145,3 @@ def write(opts, rows: list[str], body: list[str]) -> None:
     ]
     Path(opts.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()

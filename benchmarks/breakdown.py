@@ -1,6 +1,6 @@
 """Where a recsql run's time goes, for one query on one graph (endgame off: every iteration on Spark).
 
-    python -m benchmarks.breakdown [--query sssp] [--graph rmat-16] [--runs 3] [--out benchmarks/BREAKDOWN.md]
+    python -m benchmarks floor [--query sssp] [--graph rmat-16] [--runs 5] [--out FILE]
 
 Per run: the statement's wall time split into the fixed part (parse, plan, type inference,
 pre-partitioning the base table, the base step) and the iterations, each iteration split into
@@ -15,10 +15,7 @@ to completed) from the driver's work around it, and the tiny checkpoint's alike.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -91,11 +88,11 @@ def one_run(spark, sql: str, edges) -> dict:
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.breakdown")
+    p = argparse.ArgumentParser(prog="python -m benchmarks floor")
     p.add_argument("--query", default="sssp", choices=sorted(QUERIES))
     p.add_argument("--graph", default="rmat-16")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", default=str(Path(__file__).parent / "BREAKDOWN.md"))
+    p.add_argument("--out", default=str(Path(__file__).parent / "RESULTS-floor.md"))
     a = p.parse_args(argv)
     spark, session_s, first_job_s = measure.start_spark(4, ui=True)
     q, g, oracle, edges = load_case(a.query, a.graph, spark)
@@ -127,9 +124,8 @@ def write(a, q, g, runs, floor, session_s, first_job_s) -> None:
     lines = [
         f"# Time breakdown: {q.name} on {g.name} (recsql, endgame off)",
         "",
-        f"- command: `python -m benchmarks.breakdown {' '.join(sys.argv[1:])}`",
-        f"- machine: {os.cpu_count()} cores, {platform.platform()}, load average at the end "
-        f"{measure.load()}; Spark local[2], 4 shuffle partitions, the state in {partitions}; "
+        *measure.stamp(),
+        f"- Spark local[2], 4 shuffle partitions, the state in {partitions}; "
         f"session start {session_s:.1f} s, first job {first_job_s:.1f} s (not included)",
         f"- graph: {g.m:,} edges; median of {len(runs)} runs after one warm-up run; answers checked "
         "against the oracle",
@@ -179,7 +175,3 @@ def write(a, q, g, runs, floor, session_s, first_job_s) -> None:
         ]
     Path(a.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()

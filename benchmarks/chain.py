@@ -1,6 +1,6 @@
 """Long-chain reachability: time per iteration must not grow with the iteration number.
 
-    python -m benchmarks.chain --nodes 2000 [--endgame on|off] [--out benchmarks/CHAIN.md]
+    python -m benchmarks chain [--nodes 2000] [--endgame on|off] [--out FILE]
 
 Writes the machine, the command, total time, per-iteration time at the start, middle and end of
 the fixpoint, and the resident memory of the Python and JVM driver processes plus the JVM heap
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import recsql
+
+from . import measure
 
 QUERY = (
     "WITH recursive reach (X) AS (SELECT 0) UNION "
@@ -27,30 +27,13 @@ QUERY = (
 
 
 def rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return float("nan")
+    kib = measure._status_kib(pid, "VmRSS")
+    return kib / 1024 if kib else float("nan")
 
 
 def heap_used_mb(pid: int) -> float:
-    """Heap in use (eden + survivors + old) as `jstat -gc` reports it, or NaN without a JDK."""
-    import shutil
-    import subprocess
-
-    if not shutil.which("jstat"):
-        return float("nan")
-    out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True).stdout.split("\n")
-    if len(out) < 2:
-        return float("nan")
-    row = dict(zip(out[0].split(), out[1].split()))
-    try:
-        return sum(float(row[k]) for k in ("S0U", "S1U", "EU", "OU")) / 1024
-    except (KeyError, ValueError):
-        return float("nan")
+    used = measure.heap_used_mib(pid)
+    return float("nan") if used is None else used
 
 
 def live_heap_mb(pid: int) -> float:
@@ -89,12 +72,13 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks chain")
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--endgame", choices=["on", "off"], default="off")
-    parser.add_argument("--out", default="benchmarks/CHAIN.md")
-    opts = parser.parse_args()
+    parser.add_argument("--out", default="benchmarks/RESULTS-chain.md")
+    opts = parser.parse_args(argv)
+    started_load = measure.load()
 
     started = time.perf_counter()
     spark = recsql.session(master="local[2]", **{"spark.sql.shuffle.partitions": "4",
@@ -128,14 +112,11 @@ def main() -> None:
     lines = [
         f"# Chain reachability, {opts.nodes} nodes, endgame {opts.endgame}",
         "",
-        f"- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
-        f"- command: `{' '.join([Path(sys.executable).name, '-m', 'benchmarks.chain', *sys.argv[1:]])}`",
+        *measure.stamp(started_load),
         f"- JVM start-up: {jvm_start:.1f} s",
         f"- answer: {count} reachable nodes (expected {opts.nodes + 1}), "
         f"{len(result.stats) - 1} iterations ({len(spark_iters)} on Spark)",
         f"- total: {total:.1f} s (includes the forced GCs of the live-heap samples)",
-        f"- load average (1/5/15 min) at the end: {' / '.join(f'{x:.2f}' for x in os.getloadavg())} "
-        "(other processes share the 2 cores)",
         f"- median seconds per Spark iteration: first 10% {med(seconds[:tenth]):.3f}, "
         f"middle 10% {med(seconds[len(seconds) // 2:len(seconds) // 2 + tenth]):.3f}, "
         f"last 10% {med(seconds[-tenth:]):.3f}",
@@ -151,7 +132,3 @@ def main() -> None:
     ]
     Path(opts.out).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-
-
-if __name__ == "__main__":
-    main()

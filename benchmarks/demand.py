@@ -1,6 +1,6 @@
 """Demand-driven evaluation: one node's reachable set through a transitive-closure view.
 
-    python -m benchmarks.demand [--rmat 12] [--tree-depth 16] [--rounds 2] [--out benchmarks/DEMAND.md]
+    python -m benchmarks demand [--rmat 12] [--tree-depth 16] [--rounds 2] [--out FILE]
 
 The view `closure(node, reached)` is a stored recursive view (temporary, of this session) over
 `tc(X, Y) <- edge; tc(X, Y) <- tc(X, Z), edge(Z, Y)`; the question is
@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -25,6 +23,7 @@ from pathlib import Path
 import duckdb
 
 import recsql
+from benchmarks import measure
 from benchmarks.graphs import Graph, bintree, rmat
 from recsql.executor.session import session
 
@@ -55,7 +54,8 @@ def oracle(graph: Graph, source: int) -> set[int]:
 
 
 def load() -> str:
-    return open("/proc/loadavg").read().split()[0] if os.path.exists("/proc/loadavg") else "?"
+    """The 1-minute load average."""
+    return measure.load().split(" / ")[0]
 
 
 def run(args) -> list[str]:
@@ -65,10 +65,7 @@ def run(args) -> list[str]:
     graphs = ([(bintree(args.tree_depth), 2)] if args.tree_depth else []) + \
         ([(rmat(args.rmat), None)] if args.rmat else [])
     lines = ["# Demand-driven evaluation: one node's reachable set through a closure view", "",
-             f"Command: `python -m benchmarks.demand {' '.join(sys.argv[1:])}`  ",
-             f"Machine: {platform.node()}, {os.cpu_count()} cores, Spark local[2], Python "
-             f"{platform.python_version()}, DuckDB {duckdb.__version__}; shared with other "
-             f"engineers' Spark jobs: 1-minute load average {load()} at the start.  ",
+             *measure.stamp(), "- Spark local[2]", "",
              "Query: `SELECT reached FROM closure WHERE node = s`, `closure` a recursive view "
              "(transitive closure of `edge`). Seconds per run, engines interleaved per round; "
              "min and median over the rounds. Rows: the recursion's state at its fixpoint.", ""]
@@ -142,8 +139,8 @@ def _recsql(spark, source: int, conf: dict) -> tuple[set[int], int]:
     return answer, max(s.total_rows for s in result.stats)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks demand")
     parser.add_argument("--rmat", type=int, default=12, help="RMAT scale (0: none)")
     parser.add_argument("--tree-depth", type=int, default=16,
                         help="complete binary tree depth, 2^(d+1)-1 nodes (0: none)")
@@ -153,13 +150,9 @@ def main() -> None:
     parser.add_argument("--skip-off", action="store_true",
                         help="do not run recsql without the rewrite (too slow on large graphs)")
     parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     lines = run(args)
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
         args.out.write_text(text)
-
-
-if __name__ == "__main__":
-    main()

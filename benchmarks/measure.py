@@ -86,7 +86,7 @@ def stamp(started_load: str | None = None, spark=None) -> list[str]:
         f"- commit: {commit}",
         f"- machine: {m['cores']} cores, {m['memory_gib']:.1f} GiB, {m['cpu']}, {m['os']}; load "
         f"average (1/5/15 min) {load_line}; other engineers' processes share the cores",
-        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions_.items()),
+        "- versions: " + ", ".join(f"{k} {v}" for k, v in versions_.items() if v != "?"),
     ]
 
 
@@ -145,7 +145,7 @@ def _commit() -> str:
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
                               capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", ":/recsql"], cwd=here,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", ":/recsql", ":/benchmarks"], cwd=here,
                                capture_output=True, text=True).stdout.strip()
     except OSError:
         return "?"
@@ -176,6 +176,23 @@ def _status_kib(pid: int, key: str) -> int | None:
     except OSError:
         return None
     return None
+
+
+def heap_used_mib(pid: int) -> float | None:
+    """A JVM's heap in use (eden + survivors + old, garbage included) as `jstat -gc` reports it,
+    or None without a JDK."""
+    try:
+        out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True,
+                             check=False).stdout.splitlines()
+    except OSError:
+        return None
+    if len(out) < 2:
+        return None
+    row = dict(zip(out[0].split(), out[1].split()))
+    try:
+        return sum(float(row[k]) for k in ("S0U", "S1U", "EU", "OU")) / 1024
+    except (KeyError, ValueError):
+        return None
 
 
 class PeakMemory:

@@ -1,6 +1,6 @@
 """Iteration roll-over on the bowtie (Kumar & Gilray's temporal-imbalance graph).
 
-    python -m benchmarks.rollover [--graph bowtie-2000x50] [--out benchmarks/ROLLOVER.md]
+    python -m benchmarks rollover [--graph bowtie-2000x50] [--out FILE]
 
 Each configuration (query x `spark.recsql.rollover.maxRows`) runs in its own Python process with
 its own JVM (local[2], 4 shuffle partitions, driver memory 2g, endgame off so every iteration runs
@@ -24,7 +24,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.measure import _children_named, _status_kib, load, machine, versions
+from benchmarks.measure import _children_named, _status_kib, heap_used_mib, load, stamp
 
 QUERIES = {
     "reach": ("WITH recursive reach (X) AS (SELECT 1) UNION (SELECT edge.Dst FROM reach, edge "
@@ -40,18 +40,6 @@ PLAN = [("tc", 0), ("tc", 500_000), ("reach", 0), ("reach", 500)]
 
 
 # -- one configuration, in a child process -------------------------------------------------------
-
-
-def heap_used_mib(pid: int) -> float | None:
-    out = subprocess.run(["jstat", "-gc", str(pid)], capture_output=True, text=True, check=False).stdout
-    lines = out.splitlines()
-    if len(lines) < 2:
-        return None
-    row = dict(zip(lines[0].split(), lines[1].split()))
-    try:
-        return sum(float(row[k]) for k in ("S0U", "S1U", "EU", "OU")) / 1024
-    except (KeyError, ValueError):
-        return None
 
 
 class HeapSampler(threading.Thread):
@@ -139,9 +127,10 @@ def one(graph_name: str, query: str, budget: int) -> dict:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks rollover",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--graph", default="bowtie-2000x50")
-    parser.add_argument("--out", default="benchmarks/ROLLOVER.md")
+    parser.add_argument("--out", default="benchmarks/RESULTS-rollover.md")
     parser.add_argument("--plan", nargs="*", metavar="QUERY:BUDGET",
                         help="configurations to run (default: " +
                         " ".join(f"{q}:{b}" for q, b in PLAN) + ")")
@@ -150,7 +139,7 @@ def main(argv=None) -> None:
     if args.one:
         print("RESULT " + json.dumps(one(args.graph, args.one[0], int(args.one[1]))), flush=True)
         return
-    facts, started_load = machine(), load()
+    started_load = load()
     runs = []
     plan = [(p.split(":")[0], int(p.split(":")[1])) for p in args.plan] if args.plan else PLAN
     for query, budget in plan:
@@ -162,19 +151,15 @@ def main(argv=None) -> None:
         else:
             runs.append(json.loads(line[len("RESULT "):]))
         print(runs[-1], file=sys.stderr, flush=True)
-    Path(args.out).write_text(report(args, facts, started_load, runs))
+    Path(args.out).write_text(report(args, started_load, runs))
 
 
-def report(args, facts: dict, started_load: str, runs: list[dict]) -> str:
-    v = versions()
+def report(args, started_load: str, runs: list[dict]) -> str:
     lines = [
         f"# Iteration roll-over on {args.graph}",
         "",
-        f"- machine: {facts['cpu']}, {facts['cores']} cores, {facts['memory_gib']:.0f} GiB, "
-        f"{facts['os']}; load average {started_load} at the start, {load()} at the end "
-        "(shared machine: times are noisy, memory much less so)",
-        f"- versions: Python {v['python']}, pyspark {v['pyspark']}, {v['java']}",
-        f"- command: `python -m benchmarks.rollover --graph {args.graph} --out {args.out}`",
+        *stamp(started_load),
+        "- shared machine: times are noisy, memory much less so",
         "- each row is its own process and JVM: local[2], 4 shuffle partitions, driver memory 2g, "
         "`spark.recsql.endgame.enabled=false`; budget = `spark.recsql.rollover.maxRows` (0: off)",
         "- largest output: rows of the largest single join output (candidates of one action); "
@@ -203,5 +188,5 @@ def _mib(value) -> str:
     return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.0f}"
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # the child process of one configuration (`--one`)
     main()

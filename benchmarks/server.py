@@ -2,7 +2,7 @@
 the round trip of `SELECT 1`, and 1,000,000 rows of three columns fetched in batches (time to
 the first batch, rows per second).
 
-    python -m benchmarks.server --runs 5 --out benchmarks/SERVER.md
+    python -m benchmarks server [--runs 5] [--out FILE]
 
 Both servers run as their own processes on 127.0.0.1 (random free ports), each Spark on
 `local[2]` with a 2 GB driver, binary transport without SASL:
@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
 import signal
 import socket
 import statistics
@@ -31,6 +30,8 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from . import measure
 
 ROWS = 1_000_000
 TRIVIAL = "SELECT 1"
@@ -161,27 +162,20 @@ def summary(values: list[float], digits: int = 3) -> str:
     return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
 
 
-def commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                          text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                           capture_output=True, text=True).stdout.strip()
-    return head + (" with uncommitted changes" if dirty else "")
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks server",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed fetches per server")
     parser.add_argument("--trivial", type=int, default=10, help="SELECT 1 round trips per run")
     parser.add_argument("--batch", type=int, default=10_000, help="client fetch size")
     parser.add_argument("--out", default="benchmarks/SERVER.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import pyhive
     import pyspark
     from pyhive import hive
 
-    load_before = os.getloadavg()
+    load_before = measure.load()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]))
     results: dict[str, dict[str, list[float]]] = {}
@@ -214,11 +208,10 @@ def main() -> None:
             for connection in connections.values():
                 connection.close()
     floor = [client_floor(args.batch) for _ in range(3)]
-    load_after = os.getloadavg()
-    write(args, results, floor, load_before, load_after, pyhive, pyspark)
+    write(args, results, floor, load_before, pyhive)
 
 
-def write(args, results, floor, load_before, load_after, pyhive, pyspark) -> None:
+def write(args, results, floor, load_before, pyhive) -> None:
     ours, theirs = results["recsql serve"], results["Spark's Thrift server"]
     rate: Callable[[dict], list[float]] = lambda r: [ROWS / s for s in r["total"]]  # noqa: E731
     med = statistics.median
@@ -228,18 +221,12 @@ def write(args, results, floor, load_before, load_after, pyhive, pyspark) -> Non
         return f"| {label} | {summary(ours[key], digits)} | {summary(theirs[key], digits)} | {ratio:.2f}x |"
 
     rows_ratio = med(rate(ours)) / med(rate(theirs))
-    command = (f"python -m benchmarks.server --runs {args.runs} --trivial {args.trivial} "
-               f"--batch {args.batch} --out {args.out}")
+    stamp = "\n".join(measure.stamp(load_before))
     text = f"""# `recsql serve` beside Spark's Thrift server: round trip, first batch, fetch throughput
 
-- command: `{command}`
-- commit: {commit()}
-- machine: {platform.machine()}, {os.cpu_count()} cores (shared with other engineers' Spark
-  runs), Python {platform.python_version()}, pyspark {pyspark.__version__}, PyHive
-  {getattr(pyhive, '__version__', '0.7')}; both servers `local[2]`, 2 GB driver, binary
+{stamp}
+- PyHive {getattr(pyhive, '__version__', '0.7')}; both servers `local[2]`, 2 GB driver, binary
   transport without SASL, on 127.0.0.1; the same PyHive client in one process
-- load average before / after: {' / '.join(f'{x:.2f}' for x in load_before)} /
-  {' / '.join(f'{x:.2f}' for x in load_after)}
 - after a warm-up, {args.runs} runs alternating between the servers (which one goes first
   alternates); each run: {args.trivial} `{TRIVIAL}` round trips, then one fetch of
   `{WIDE}` (bigint, bigint, string) with `fetchmany({args.batch})` until empty. Median (min-max).
@@ -259,7 +246,3 @@ def write(args, results, floor, load_before, load_after, pyhive, pyspark) -> Non
     with open(args.out, "w") as stream:
         stream.write(text)
     print(text)
-
-
-if __name__ == "__main__":
-    main()

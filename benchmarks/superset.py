@@ -1,7 +1,7 @@
 """A Superset SQL Lab round trip of a small recursive query against `recsql serve`, with
 Superset's default Hive poll interval and with the one docs/server.md recommends.
 
-    python -m benchmarks.superset --runs 7 --warmup 3 --out benchmarks/SUPERSET.md
+    python -m benchmarks superset [--runs 7] [--warmup 3] [--out FILE]
 
 Superset 6.1 in its own virtualenv (tests/clients/venvs.py builds it from PyPI on first use),
 served by gunicorn on 127.0.0.1; `recsql serve` in a process of its own. A round trip is the
@@ -14,12 +14,12 @@ Not a test: timings on a shared 2-core machine vary.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from .measure import load, stamp
 
 # set recursion (UNION), which recsql runs (Spark's own recursion takes only UNION ALL)
 QUERY = """WITH RECURSIVE reach (node) AS (
@@ -82,18 +82,19 @@ def summary(values: list[float]) -> str:
     return f"{statistics.median(values):.3f} ({min(values):.3f}-{max(values):.3f})"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks superset",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--warmup", type=int, default=3, help="untimed rounds first")
     parser.add_argument("--out", default="benchmarks/SUPERSET.md")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     from tests.clients import oracles
     from tests.clients.conftest import RecSQLServer
     from tests.clients.superset import POLL
 
-    load_before = os.getloadavg()
+    load_before = load()
     with tempfile.TemporaryDirectory(prefix="recsql-bench-superset-") as scratch:
         homes = {name: Path(scratch, name) for name in ("serve", "default", "tuned")}
         for home in homes.values():
@@ -109,20 +110,16 @@ def main() -> None:
             times = measure(homes, server, args.runs, args.warmup)
         finally:
             server.stop()
-    load_after = os.getloadavg()
 
     def row(sql: str) -> str:
         return " | ".join(summary(times[(name, sql)]) for name in ("default", "tuned", "direct"))
 
     text = f"""# Superset SQL Lab round trip against `recsql serve`
 
-- command: `python -m benchmarks.superset --runs {args.runs} --warmup {args.warmup} --out {args.out}`
-- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()};
-  apache-superset 6.1.0 (gunicorn, 1 worker, 4 threads, SQLite metadata database), database
+{chr(10).join(stamp(load_before))}
+- apache-superset 6.1.0 (gunicorn, 1 worker, 4 threads, SQLite metadata database), database
   `hive+recsql://` (recsql's SQLAlchemy dialect, Superset's Hive engine spec); `recsql serve`
   on Spark `local[2]`, the dbt seed's 93 edges in `analytics.edges`
-- load average before / after: {' / '.join(f'{x:.2f}' for x in load_before)} /
-  {' / '.join(f'{x:.2f}' for x in load_after)}
 - a round trip: one `POST /api/v1/sqllab/execute/` (synchronous), timed by the client; both
   Supersets run side by side against one server, and "PyHive" is the same query on a new
   PyHive connection without Superset (what Superset's engine does underneath); {args.warmup}
@@ -141,7 +138,3 @@ def main() -> None:
     with open(args.out, "w") as stream:
         stream.write(text)
     print(text)
-
-
-if __name__ == "__main__":
-    main()

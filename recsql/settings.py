@@ -120,7 +120,7 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
                                  "a linear transitive closure still running after this many "
                                  "iterations switches to recursive doubling (0: never)"),
     # off by default: watching for heavy keys costs up to 8% of a Spark-loop run with none to
-    # split (29-70% under load), and splitting saved no time on local[2] (benchmarks/BALANCE.md,
+    # split (29-70% under load), and splitting saved no time on local[2] (benchmarks/FINDINGS.md,
     # benchmarks/RESULTS-rmat16-sssp-cc.md as of commit c5609db)
     "skew.enabled": ("skew_enabled", False, _bool,
                      "split heavy join keys of a delta's join with a base table over all partitions"),

@@ -154,9 +154,9 @@ class Runner:
         recsql turns AQE off for its iterations (it would hide the state's partitioning), so
         nothing coalesces the shuffle width for it: with Spark's default 200 partitions on
         local[2], RMAT 2^16 SSSP took 110 s on the Spark loop instead of 3.5 s with 4, each
-        iteration paying 200 tiny tasks per stage (benchmarks/PARTITIONS.md at commit 5065802).
+        iteration paying 200 tiny tasks per stage (benchmarks/FINDINGS.md, partitions, at commit 5065802).
         One task per core rather than two: on local[2], 4 partitions took 1.16x the time of 2 at
-        RMAT 2^16 SSSP, 1.10x CC, 1.04x at 2^20 SSSP, 1.02x CC (benchmarks/PARTITIONS.md): a
+        RMAT 2^16 SSSP, 1.10x CC, 1.04x at 2^20 SSSP, 1.02x CC (benchmarks/FINDINGS.md): a
         second wave of tasks costs its fixed overhead and balanced none of RMAT's skew."""
         configured = self.settings.partitions
         if configured:
