@@ -26,7 +26,11 @@ def one_run(engine, w, cap, mem):
     # Python's collector only: a full JVM GC before each run (System.gc()) shrank the heap, and the
     # run after it re-grew it, 15% slower (recsql's Spark loop, RMAT 2^16 SSSP, medians of 8
     # interleaved runs: 2.58 s after a full GC, 2.25 s without), which no user's session pays
-    engine.before_run(w)
+    try:
+        engine.before_run(w)
+    except Exception as ex:  # noqa: BLE001 - reported, not raised
+        return {"status": "error", "detail": f"before the run: {type(ex).__name__}: {ex}"[:300],
+                "seconds": 0.0, "mem": mem.read()}
     gc.collect()
     mem.reset()
     deadline = time.monotonic() + cap

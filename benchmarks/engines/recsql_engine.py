@@ -7,7 +7,9 @@
 A cold engine drops every base copy recsql keeps across statements (`recsql.executor.bases.forget`,
 outside the timing) before each run, so each run is a session's first statement over the cached
 edge table: nothing kept from any earlier statement, its own or another engine's. Spark's JIT and
-the edge table's cache stay warm, as in a session that cached its table first.
+the edge table's cache stay warm, as in a session that cached its table first. A warm engine
+whose copies a cold one dropped since its last run runs its statement once more, untimed, before
+its next run, so that run is again a later statement over the same table.
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ def breakdown(stats, total: float, fetch: float) -> dict[str, float]:
 
 class RecsqlEngine(Engine):
     spark_based = True
+    drops = 0  # how many times a cold engine dropped the kept copies, over all engines
 
     def __init__(self, label: str, conf: dict[str, str], cold: bool = False):
         """`conf` overrides recsql's settings for this engine ({} = recsql's defaults)."""
@@ -54,6 +57,7 @@ class RecsqlEngine(Engine):
             "; every kept base copy dropped before each run (a session's first statement)"
             if cold else "")
         self._spark = None
+        self._drops_seen: int | None = None  # `drops` when this engine last ran
 
     def unavailable(self):
         try:
@@ -68,12 +72,19 @@ class RecsqlEngine(Engine):
         # recsql resolves bare table names through the session catalog and uses keyword
         # DataFrames for `{name}` placeholders; the queries say `edge`, so register both ways.
         w.edges.createOrReplaceTempView("edge")
+        self._drops_seen = None  # its check run makes its copies for this case
 
     def before_run(self, w: Workload):
         if self.cold:
             from recsql.executor import bases
 
             bases.forget(w.spark)
+            RecsqlEngine.drops += 1
+        elif self._drops_seen is not None and self._drops_seen != RecsqlEngine.drops:
+            import recsql  # a cold engine dropped this engine's copies: keep them again
+
+            recsql.run(w.query.sql(w.graph), spark=w.spark, conf=self.conf, edge=w.edges).df.toArrow()
+            self._drops_seen = RecsqlEngine.drops
 
     def run(self, w: Workload, deadline: float) -> Outcome:
         import recsql
@@ -84,6 +95,7 @@ class RecsqlEngine(Engine):
         fetching = time.perf_counter()
         answer = res.df.toArrow()
         done = time.perf_counter()
+        self._drops_seen = RecsqlEngine.drops
         stats = list(res.stats)
         places = Counter(s.ran_on for s in stats)
         strategies = Counter(s.join_strategy for s in stats)
