@@ -5,7 +5,8 @@
     python -m benchmarks rmat20 --runs 3             # a suite with its declaration overridden
     python -m benchmarks quick --queries sssp --graphs rmat-10 --engines "recsql (default settings)"
     python -m benchmarks SUITE --dry-run             # what it would run, without running it
-    python -m benchmarks server --runs 3             # an experiment: extra options go to it
+    python -m benchmarks server --runs 3             # an experiment: its own options follow
+    python -m benchmarks server --help               # an experiment's own options
 
 Every results file starts with the command that wrote it, the commit, the machine, its load
 average and the versions.
@@ -26,15 +27,19 @@ from .queries import QUERIES
 from .suites import SUITES, Experiment, Matrix
 
 
-def parse(argv):
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser(matrix: bool, add_help: bool = True) -> argparse.ArgumentParser:
+    """The runner's options; with `matrix`, a matrix suite's too (an experiment suite takes its
+    own options after the runner's, so those are not parsed here)."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__, allow_abbrev=False,
+                                add_help=add_help, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("suite", nargs="?", choices=sorted(SUITES), metavar="SUITE",
                    help="one of: " + ", ".join(SUITES))
     p.add_argument("--list", action="store_true", help="list the suites and exit")
     p.add_argument("--dry-run", action="store_true", help="show what the suite runs; run nothing")
     p.add_argument("--output", help="the results file (default: the suite's)")
-    g = p.add_argument_group("matrix suites (the others take their own options after these)")
+    if not matrix:
+        return p
+    g = p.add_argument_group("matrix suites (an experiment suite takes its own options instead)")
     g.add_argument("--queries", nargs="+", choices=sorted(QUERIES), help="only these queries")
     g.add_argument("--graphs", nargs="+", help="these graphs instead of the suite's (with "
                    "--queries, every query on every graph): " + ", ".join(graphs.BUILDERS))
@@ -46,7 +51,7 @@ def parse(argv):
     g.add_argument("--run-cap", type=float, help="per-run cap for every other engine, s")
     g.add_argument("--render", action="store_true",
                    help="re-render the results file from benchmarks/out/SUITE.json; run nothing")
-    return p.parse_known_args(argv)
+    return p
 
 
 def matrix_plan(suite: Matrix, a):
@@ -75,7 +80,9 @@ def matrix_plan(suite: Matrix, a):
 
 def main(argv=None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    a, extra = parse(argv)
+    a, extra = parser(matrix=False, add_help=False).parse_known_args(argv)
+    if a.suite is None or isinstance(SUITES[a.suite], Matrix):
+        a = parser(matrix=True).parse_args(argv)
     if a.list or not a.suite:
         for name, s in SUITES.items():
             kind = "matrix" if isinstance(s, Matrix) else f"experiment ({s.module}.py)"
@@ -94,8 +101,6 @@ def main(argv=None) -> None:
         importlib.import_module(f"benchmarks.{suite.module}").main(args)
         return
 
-    if extra:
-        sys.exit(f"unknown option(s) for a matrix suite: {' '.join(extra)}")
     suite, cases, engines = matrix_plan(suite, a)
     if a.render:
         data = json.loads((graphs.OUT / f"{suite.name}.json").read_text())
