@@ -86,6 +86,7 @@ def test_breakdown_of_a_statement_adds_up_to_its_time():
     assert sum(parts.values()) == 5.0
 
 
+@pytest.mark.slow  # a Spark session of its own: 130 s on the loaded 2-core machine
 def test_the_quick_runner_runs_a_tiny_case_end_to_end(tmp_path):
     """One query on RMAT 2^8, recsql warm and cold and DuckDB, one timed run: the results file
     carries the command, the commit, each answer checked, the breakdown and peak RSS."""
