@@ -75,6 +75,22 @@ def test_reachability_set(spark, view):
     assert_driver_tail(result)
 
 
+def test_stats_time_the_write_back_and_the_base_copy(spark, view):
+    """The driver's last iteration reports putting its states back on Spark (write_seconds); a
+    Spark iteration reports making the partitioned base copy it joins (base_seconds), only the
+    first that joins it (the copy is made once per statement: the view is never kept)."""
+    view("arc", CYCLIC, "Src int, Dst int")
+    q = """WITH recursive reach (X) AS (SELECT 1)
+             UNION (SELECT arc.Dst FROM reach, arc WHERE reach.X = arc.Src)
+           SELECT X FROM reach"""
+    on = recsql.run(q, spark=spark, conf=ON).stats
+    assert [s.write_seconds > 0 for s in on] == [False] * (len(on) - 1) + [True]
+    off = recsql.run(q, spark=spark, conf=OFF).stats
+    assert [s.base_seconds > 0 for s in off] == [False, True] + [False] * (len(off) - 2)
+    assert all(s.driver_seconds >= s.base_seconds for s in off)
+    assert all(s.write_seconds == 0 for s in off)
+
+
 def test_reachability_switches_mid_run(spark, view):
     # a fan-out then a chain: the delta grows (Spark), then shrinks (driver)
     edges = [(0, i) for i in range(1, 6)] + [(i, 6) for i in range(1, 6)] + [(i, i + 1) for i in range(6, 14)]
