@@ -68,6 +68,17 @@ class Engine:
         """Release per-workload resources."""
 
 
+class SparkEngine(Engine):
+    """An engine on the shared SparkSession: `run` sets `_spark`, and a watchdog that finds the
+    run past its deadline cancels its jobs."""
+    spark_based = True
+    _spark = None
+
+    def cancel(self) -> None:
+        if self._spark is not None:
+            self._spark.sparkContext.cancelAllJobs()
+
+
 def to_rows(answer) -> set:
     """Canonical answer: set of tuples of Python ints, columns in SELECT order."""
     if isinstance(answer, dict):

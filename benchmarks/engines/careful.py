@@ -12,21 +12,17 @@ import time
 
 from pyspark.sql import functions as F
 
-from . import Engine, Outcome, TimedOut, Workload
+from . import Outcome, SparkEngine, TimedOut, Workload
 
 
 def _persist(df):
     return df.localCheckpoint(eager=True)
 
 
-class CarefulLoop(Engine):
+class CarefulLoop(SparkEngine):
     name = "careful loop"
-    spark_based = True
     description = ("shared/baselines/careful_loop.py: join + groupBy, left join for the improved "
                    "rows, full-outer/left merge, localCheckpoint of delta and state, count()")
-
-    def __init__(self):
-        self._spark = None
 
     def cannot(self, w: Workload) -> str | None:
         return None if w.query.name in ("sssp", "cc") else "the baseline covers SSSP and CC"
@@ -74,7 +70,3 @@ class CarefulLoop(Engine):
                 raise TimedOut(len(times), sum(times))
         return Outcome(answer=state.select("v", val).toArrow(), iterations=len(times),
                        iter_seconds=times, ran_on=f"spark x{len(times)}")
-
-    def cancel(self):
-        if self._spark is not None:
-            self._spark.sparkContext.cancelAllJobs()

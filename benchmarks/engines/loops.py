@@ -18,7 +18,7 @@ import time
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from . import Engine, Outcome, TimedOut, Workload
+from . import Outcome, SparkEngine, TimedOut, Workload
 
 
 def _plan(w: Workload):
@@ -52,11 +52,8 @@ def _plan(w: Workload):
     raise KeyError(q)
 
 
-class _Loop(Engine):
-    spark_based = True
-
+class _Loop(SparkEngine):
     def __init__(self):
-        self._spark = None
         self._held: list[DataFrame] = []
 
     def materialize(self, df: DataFrame) -> DataFrame:
@@ -125,10 +122,6 @@ class _Loop(Engine):
             self._held.clear()
         return Outcome(answer=answer, iterations=len(times), iter_seconds=times,
                        ran_on=f"spark x{len(times)}")
-
-    def cancel(self):
-        if self._spark is not None:
-            self._spark.sparkContext.cancelAllJobs()
 
 
 class CheckpointLoop(_Loop):

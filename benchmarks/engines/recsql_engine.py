@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from . import Engine, Outcome, Workload
+from . import Outcome, SparkEngine, Workload
 
 
 def breakdown(stats, total: float, fetch: float) -> dict[str, float]:
@@ -43,8 +43,7 @@ def breakdown(stats, total: float, fetch: float) -> dict[str, float]:
     return parts
 
 
-class RecsqlEngine(Engine):
-    spark_based = True
+class RecsqlEngine(SparkEngine):
     drops = 0  # how many times a cold engine dropped the kept copies, over all engines
 
     def __init__(self, label: str, conf: dict[str, str], cold: bool = False):
@@ -56,7 +55,6 @@ class RecsqlEngine(Engine):
             " (recsql defaults: endgame on, join side by vote)" if not conf else "") + (
             "; every kept base copy dropped before each run (a session's first statement)"
             if cold else "")
-        self._spark = None
         self._drops_seen: int | None = None  # `drops` when this engine last ran
 
     def unavailable(self):
@@ -112,7 +110,3 @@ class RecsqlEngine(Engine):
                   + (f"; key lookups x{lookups}" if lookups else "") + tail_note if stats else ""),
             breakdown=breakdown(stats, done - started, done - fetching),
         )
-
-    def cancel(self):
-        if self._spark is not None:
-            self._spark.sparkContext.cancelAllJobs()

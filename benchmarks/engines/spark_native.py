@@ -15,7 +15,7 @@ spark.sql.cteRecursionRowLimit=-1.
 """
 from __future__ import annotations
 
-from . import Engine, Outcome, Workload
+from . import Outcome, SparkEngine, Workload
 
 SQL = {
     "reach": "WITH RECURSIVE r(X) AS (SELECT CAST({s} AS BIGINT) UNION ALL "
@@ -34,14 +34,10 @@ SQL = {
 LIMITS = {"spark.sql.cteRecursionLevelLimit": "-1", "spark.sql.cteRecursionRowLimit": "-1"}
 
 
-class SparkNativeEngine(Engine):
+class SparkNativeEngine(SparkEngine):
     name = "Spark WITH RECURSIVE"
-    spark_based = True
     description = ("Spark 4.3 SQL recursive CTE, UNION ALL, path enumeration then aggregate; "
                    "acyclic graphs only")
-
-    def __init__(self):
-        self._spark = None
 
     def cannot(self, w: Workload):
         q = w.query.name
@@ -63,7 +59,3 @@ class SparkNativeEngine(Engine):
         self._spark = w.spark
         answer = w.spark.sql(SQL[w.query.name].format(s=w.graph.source)).toArrow()
         return Outcome(answer=answer, ran_on="spark (one recursive CTE)")
-
-    def cancel(self):
-        if self._spark is not None:
-            self._spark.sparkContext.cancelAllJobs()
