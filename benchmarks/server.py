@@ -1,6 +1,6 @@
 """`recsql serve` beside Spark's own Thrift server, in one sitting, with the same PyHive client:
 the round trip of `SELECT 1`, and 1,000,000 rows of three columns fetched in batches (time to
-the first batch, rows per second).
+the first batch, rows per second); then the same through Hive's JDBC driver (`--jdbc-runs`).
 
     python -m benchmarks.server --runs 5 --out benchmarks/SERVER.md
 
@@ -281,8 +281,7 @@ asks for the operation's status (`GetOperationStatus`) before every row it reads
 
 - command: `{command}`
 - commit: {commit()}
-- machine: {platform.machine()}, {os.cpu_count()} cores (shared with other engineers' Spark
-  runs), Python {platform.python_version()}, pyspark {pyspark.__version__}, PyHive
+- machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, pyspark {pyspark.__version__}, PyHive
   {getattr(pyhive, '__version__', '0.7')}; both servers `local[2]`, 2 GB driver, binary
   transport without SASL, on 127.0.0.1; the same PyHive client in one process
 - load average before / after: {' / '.join(f'{x:.2f}' for x in load_before)} /
