@@ -9,16 +9,21 @@ The generated code describes a struct-typed field as a tuple `(class, spec)`; th
 Thrift 0.11 and later reads a list `[class, spec]`. `SPECS` holds every struct's spec in the
 codec's form, built once, and `Protocol` hands the codec those instead of the generated ones.
 Responses that carry result rows are written by the pure-Python protocol: their columns are
-encoded in bulk from Arrow (`rowsets.EncodedColumn`), not as the codec's structs.
+encoded in bulk from Arrow (`rowsets.EncodedColumn`), not as the codec's structs. Where thrift
+was installed without its C extension, `Protocol` is the pure-Python binary protocol.
 """
 
 from __future__ import annotations
 
 from TCLIService import TCLIService, ttypes
-from thrift.protocol import fastbinary
 from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.Thrift import TType
 from thrift.transport import TTransport
+
+try:  # built with the thrift package when a C compiler is at hand; pure Python without it
+    from thrift.protocol import fastbinary
+except ImportError:  # pragma: no cover - depends on how thrift was installed
+    fastbinary = None
 
 
 def _modern(spec: tuple) -> tuple:
@@ -67,4 +72,5 @@ class Protocol(TBinaryProtocol):
 
     def __init__(self, transport, **limits) -> None:
         super().__init__(transport, **limits)
-        self._fast_decode, self._fast_encode = _decode, _encode
+        if fastbinary is not None:
+            self._fast_decode, self._fast_encode = _decode, _encode
