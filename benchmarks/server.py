@@ -1,6 +1,6 @@
 """`recsql serve` beside Spark's own Thrift server, in one sitting, with the same PyHive client:
 the round trip of `SELECT 1`, and 1,000,000 rows of three columns fetched in batches (time to
-the first batch, rows per second).
+the first batch, rows per second); then the same through Hive's JDBC driver (`--jdbc-runs`).
 
     python -m benchmarks server [--runs 5] [--out FILE]
 
@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from . import measure
@@ -37,6 +37,7 @@ ROWS = 1_000_000
 TRIVIAL = "SELECT 1"
 WIDE = f"SELECT id, id * 2 AS twice, CAST(id AS STRING) AS s FROM range({ROWS})"
 ROOT = Path(__file__).resolve().parent.parent
+HIVE_JDBC = "2.3.10 (pyspark's jars)"
 SPARK_CONF = ["spark.ui.enabled=false", "spark.ui.showConsoleProgress=false",
               "spark.driver.memory=2g"]
 
@@ -123,6 +124,24 @@ def fetch(cursor, batch: int) -> tuple[float, float]:
     return first, total
 
 
+def jdbc(port: int, trivial: int, batch: int) -> tuple[list[float], float, float]:
+    """The same measurements through Hive's JDBC driver (the one Spark ships, beeline's), in a
+    JVM of its own (benchmarks/JdbcFetch.java, timed inside the JVM): `trivial` round trips,
+    then (seconds to the first row, seconds to the last) of WIDE with fetch size `batch`."""
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars" / "*"
+    url = f"jdbc:hive2://127.0.0.1:{port}/default;auth=noSasl"
+    done = subprocess.run(["java", "-cp", str(jars), str(ROOT / "benchmarks" / "JdbcFetch.java"),
+                           url, WIDE, str(trivial), str(batch), str(ROWS)],
+                          capture_output=True, text=True, check=True)
+    times: dict[str, list[float]] = {"trivial": [], "first": [], "total": []}
+    for line in done.stdout.splitlines():
+        key, _, seconds = line.partition(" ")
+        times[key].append(float(seconds))
+    return times["trivial"], times["first"][0], times["total"][0]
+
+
 def client_floor(batch: int) -> float:
     """Seconds PyHive's own work takes for all of WIDE's batches, with no server: each response
     (column-based, no nulls, as both servers send it) decoded from memory by the generated
@@ -168,6 +187,8 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", type=int, default=5, help="timed fetches per server")
     parser.add_argument("--trivial", type=int, default=10, help="SELECT 1 round trips per run")
     parser.add_argument("--batch", type=int, default=10_000, help="client fetch size")
+    parser.add_argument("--jdbc-runs", type=int, default=3,
+                        help="timed fetches per server through Hive's JDBC driver (0: none)")
     parser.add_argument("--out", default="benchmarks/SERVER.md")
     args = parser.parse_args(argv)
 
@@ -207,14 +228,24 @@ def main(argv=None) -> None:
                     results[name]["total"].append(total)
             for connection in connections.values():
                 connection.close()
+            for name in ports:
+                results[name].update(jdbc_trivial=[], jdbc_first=[], jdbc_total=[])
+            for run in range(args.jdbc_runs):
+                for name in order if run % 2 == 0 else reversed(order):
+                    trivial, first, total = jdbc(ports[name], args.trivial, args.batch)
+                    results[name]["jdbc_trivial"] += trivial
+                    results[name]["jdbc_first"].append(first)
+                    results[name]["jdbc_total"].append(total)
     floor = [client_floor(args.batch) for _ in range(3)]
     write(args, results, floor, load_before, pyhive)
 
 
 def write(args, results, floor, load_before, pyhive) -> None:
     ours, theirs = results["recsql serve"], results["Spark's Thrift server"]
-    rate: Callable[[dict], list[float]] = lambda r: [ROWS / s for s in r["total"]]  # noqa: E731
     med = statistics.median
+
+    def rate(result: dict, key: str = "total") -> list[float]:
+        return [ROWS / seconds for seconds in result[key]]
 
     def row(label: str, key: str, digits: int = 3) -> str:
         ratio = med(ours[key]) / med(theirs[key])
@@ -222,6 +253,22 @@ def write(args, results, floor, load_before, pyhive) -> None:
 
     rows_ratio = med(rate(ours)) / med(rate(theirs))
     stamp = "\n".join(measure.stamp(load_before))
+    jdbc_table = ""
+    if args.jdbc_runs:
+        jdbc_ratio = med(rate(ours, "jdbc_total")) / med(rate(theirs, "jdbc_total"))
+        jdbc_table = f"""
+Through Hive's JDBC driver {HIVE_JDBC} (`benchmarks/JdbcFetch.java`, a JVM per run, timed
+inside it; fetch size {args.batch:,}; {args.jdbc_runs} runs alternating as above). This driver
+asks for the operation's status (`GetOperationStatus`) before every row it reads, so a fetch of
+{ROWS:,} rows is also {ROWS:,} round trips:
+
+| | recsql serve | Spark's Thrift server | recsql / Spark |
+|---|--:|--:|--:|
+{row(f"`{TRIVIAL}` round trip, s", "jdbc_trivial", 4)}
+{row("first row (execute + first fetch), s", "jdbc_first")}
+{row(f"all {ROWS:,} rows, s", "jdbc_total")}
+| rows/s | {med(rate(ours, "jdbc_total")):,.0f} | {med(rate(theirs, "jdbc_total")):,.0f} | {jdbc_ratio:.2f}x |
+"""
     text = f"""# `recsql serve` beside Spark's Thrift server: round trip, first batch, fetch throughput
 
 {stamp}
@@ -242,7 +289,7 @@ def write(args, results, floor, load_before, pyhive) -> None:
   from memory (the generated Thrift code, pure Python) and unwrapping their columns takes
   {summary(floor)} s (3 times, after the servers stopped), so no server can deliver these rows
   to this client faster than {ROWS / med(floor):,.0f} rows/s.
-"""
+{jdbc_table}"""
     with open(args.out, "w") as stream:
         stream.write(text)
     print(text)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
@@ -67,7 +66,7 @@ def parse_statement(text: str) -> Statement:
     if tokens and tokens[0].text.upper() == "EXPLAIN":
         explain, body = _peel_explain(text, tokens[0].end + 1)
     try:
-        expression = sqlglot.parse_one(body, read=DIALECT, error_level=ErrorLevel.RAISE)
+        expression = _parse(body)
     except ParseError as error:
         if not any(t.token_type == TokenType.WITH for t in tokens):
             # No CTE, so nothing recsql adds: let Spark parse it (and report its own errors).
@@ -75,6 +74,27 @@ def parse_statement(text: str) -> Statement:
         raise _parse_error(error, text) from None
     _check_aggregate_columns(expression, text)
     return Statement(text, expression, explain)
+
+
+def _parse(body: str) -> exp.Expr:
+    """`sqlglot.parse_one`, except that where sqlglot's parser itself fails on malformed input
+    (`SELECT 0{=` raised AttributeError in sqlglot 30.30) the failure is a ParseError at the token
+    the parser had reached."""
+    dialect = RaSQL()
+    parser = dialect.parser(error_level=ErrorLevel.RAISE)
+    try:
+        result = parser.parse(dialect.tokenize(body), body)
+    except (ParseError, TokenError):
+        raise
+    except Exception:  # noqa: BLE001 - a parser bug is still the user's syntax error
+        token = parser._curr or parser._prev
+        raise ParseError.new(
+            f"Invalid syntax near `{token.text}`" if token else "Invalid syntax",
+            line=token.line if token else None, col=token.col if token else None,
+            highlight=token.text if token else None) from None
+    if not result or result[0] is None:
+        raise ParseError(f"No expression was parsed from '{body}'")
+    return exp.Block(expressions=result) if len(result) > 1 else result[0]
 
 
 def _peel_explain(text: str, offset: int) -> tuple[str, str]:

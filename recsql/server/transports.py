@@ -21,10 +21,9 @@ import ssl
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from thrift.protocol.TBinaryProtocol import TBinaryProtocol
 from thrift.transport import TSocket, TTransport
 
-from recsql.server import sasl
+from recsql.server import codec, sasl
 from recsql.server.protocol import Handler, processor
 
 log = logging.getLogger("recsql.server")
@@ -35,9 +34,9 @@ STRING_LIMIT, CONTAINER_LIMIT = 256 * 1024 * 1024, 16 * 1024 * 1024
 MAX_HTTP_BODY = 256 * 1024 * 1024
 
 
-def protocol(transport: TTransport.TTransportBase) -> TBinaryProtocol:
-    return TBinaryProtocol(transport, string_length_limit=STRING_LIMIT,
-                                      container_length_limit=CONTAINER_LIMIT)
+def protocol(transport: TTransport.TTransportBase) -> codec.Protocol:
+    return codec.Protocol(transport, string_length_limit=STRING_LIMIT,
+                          container_length_limit=CONTAINER_LIMIT)
 
 
 class _Replay(TTransport.TTransportBase):

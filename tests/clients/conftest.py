@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients.process import terminate
 from tests.conftest import REPO
 
 
@@ -53,13 +53,7 @@ class RecSQLServer:
         raise AssertionError(f"recsql serve did not listen within 600 s:\n{self.log.read_text()[-4000:]}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(30)
+        terminate(self.process)
 
     def cursor(self, database: str = "default"):
         from pyhive import hive

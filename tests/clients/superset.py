@@ -9,11 +9,11 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
+from tests.clients.process import terminate
 from tests.clients.venvs import venv
 from tests.conftest import REPO
 
@@ -111,13 +111,7 @@ class Superset:
         raise AssertionError(f"Superset not healthy within 240 s:\n{self.log.read_text()[-4000:]}")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(30)
+        terminate(self.process)
 
 
 class SupersetAPI:

@@ -101,6 +101,18 @@ def test_parse_error_has_line_and_pos():
     assert "^" in str(err)
 
 
+def test_text_that_crashes_sqlglots_parser_is_a_located_syntax_error():
+    """`0{=` made sqlglot 30.30's parser raise AttributeError (found by the fuzz campaign). In a
+    recursive statement it is recsql's syntax error at the token the parser reached; without a
+    WITH, the statement is left for Spark to parse and report."""
+    q = "WITH recursive a (x) AS (SELECT 1) UNION (SELECT x + 1 FROM a)\nSELECT 0{= FROM a"
+    with pytest.raises(RecSQLParseError) as info:
+        parse_statement(q)
+    assert info.value.condition == "PARSE_SYNTAX_ERROR"
+    assert (info.value.line, info.value.pos) == (2, 11)
+    assert parse_statement("0{=").expression is None
+
+
 def test_aggregate_column_outside_cte_head_is_a_parse_error():
     q = "WITH r AS (SELECT 1 AS a) SELECT * FROM r AS x(min() AS c)"
     with pytest.raises(RecSQLParseError) as info:
