@@ -21,9 +21,10 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from recsql.executor.schemas import type_sql
 from recsql.planner.catalog import StoredView
 
 DEFINITION = "recsql.definition"
@@ -92,7 +93,7 @@ def create_statement(table: exp.Table, schema: StructType, text: str, *, replace
     name = table.sql("rasql")
     error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message(name))])
     stub = exp.select(*[
-        exp.alias_(exp.Cast(this=error.copy(), to=exp.DataType.build(_type_sql(f.dataType),
+        exp.alias_(exp.Cast(this=error.copy(), to=exp.DataType.build(type_sql(f.dataType),
                                                                       dialect="spark")),
                    f.name, quoted=True)
         for f in schema.fields
@@ -105,20 +106,6 @@ def create_statement(table: exp.Table, schema: StructType, text: str, *, replace
             exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v))
             for k, v in properties.items()]))
     return create.sql("spark")
-
-
-def _type_sql(dtype: DataType) -> str:
-    """`dtype` as Spark SQL, struct field names back-quoted: `simpleString` leaves them bare, and
-    a SEARCH column's `*DEPTH*` field (PostgreSQL's name) then does not parse."""
-    if isinstance(dtype, StructType):
-        fields = [f"{exp.to_identifier(f.name, quoted=True).sql('spark')}: {_type_sql(f.dataType)}"
-                  for f in dtype.fields]
-        return f"STRUCT<{', '.join(fields)}>"
-    if isinstance(dtype, ArrayType):
-        return f"ARRAY<{_type_sql(dtype.elementType)}>"
-    if isinstance(dtype, MapType):
-        return f"MAP<{_type_sql(dtype.keyType)}, {_type_sql(dtype.valueType)}>"
-    return dtype.simpleString()
 
 
 def _qualified(catalog: str | None, namespace: list[str], name: str) -> str:
