@@ -50,13 +50,13 @@ def _typed_branch(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, Struc
     text = run.text(cte, branch)
     spelled = {b.binding: b.table.sql for b in branch.bases}
     spelled.update({r.binding: _empty_relation(refs[r.binding]) for r in branch.refs})
-    names = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
-    if names <= spelled.keys():
-        try:
+    try:
+        names = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
+        if names <= spelled.keys():
             with quiet_pyspark_error_logs():
                 return run.ctx.spark.sql(text.format(**spelled), args=_used_args(text, run.ctx.args))
-        except PySparkException:
-            pass  # typed again below, where a real error is reported as the loop reports it
+    except (PySparkException, ValueError, KeyError, IndexError):
+        pass  # typed again below, where a real error is reported as the loop reports it
     frames = {r.binding: empty(run.ctx.spark, refs[r.binding]) for r in branch.refs}
     return run.branch_df(cte, branch, frames, bases=_tables(run, branch))
 
