@@ -1,14 +1,27 @@
-"""Demand-driven evaluation: one node's reachable set through a transitive-closure view.
+"""Demand-driven evaluation: one node's ancestors, and one node's reachable set, through a
+transitive-closure view.
 
-    python -m benchmarks demand [--rmat 12] [--tree-depth 16] [--rounds 2] [--out FILE]
+    python -m benchmarks demand [--rmat 12] [--tree-depth 16] [--rounds 3] [--out FILE]
 
 The view `closure(node, reached)` is a stored recursive view (temporary, of this session) over
-`tc(X, Y) <- edge; tc(X, Y) <- tc(X, Z), edge(Z, Y)`; the question is
-`SELECT reached FROM closure WHERE node = s`. Side by side, interleaved round by round in one run:
-recsql with the rewrite (default), recsql with spark.recsql.demand.enabled=false, Spark 4.3's own
-`WITH RECURSIVE` on the same filtered CTE (UNION ALL, so only on the cycle-free tree), and DuckDB
-on the same filtered CTE (UNION). Every answer is checked against a plain-Python BFS; recsql's
-rows are the recursion's final state size (its stats).
+`tc(X, Y) <- edge; tc(X, Y) <- tc(X, Z), edge(Z, Y)`. Two questions:
+
+* ancestors: `SELECT node FROM closure WHERE reached = t` (bound at the other end: recsql
+  evaluates the closure backwards from t), t a deepest leaf of the tree, or RMAT's source;
+* reachable set: `SELECT reached FROM closure WHERE node = s` (the anchors filtered on s), s = 2
+  in the tree (half of it), RMAT's source.
+
+Side by side, interleaved round by round in one run: recsql with the rewrite (default), recsql
+with spark.recsql.demand.enabled=false, Spark 4.3's own `WITH RECURSIVE` on the same filtered CTE
+(UNION ALL, so only on the cycle-free tree), and DuckDB on the same filtered CTE (UNION). Every
+engine hands its answer over as an Arrow table (a Python row per answer row cost pyspark 6.8 s
+of the 524,286-row answer, more than its whole evaluation); every answer is checked against a
+plain-Python BFS after the clock stops. recsql's rows are the recursion's final state size (its
+stats).
+
+`edge` is the graph's parquet file, as a warehouse table is: not cached by Spark (recsql keeps its
+own copies of it across statements, checked against the files' sizes and times); DuckDB loads it
+into a table of its own.
 """
 
 from __future__ import annotations
@@ -30,21 +43,32 @@ from recsql.executor.session import session
 VIEW = ("CREATE OR REPLACE TEMPORARY VIEW closure AS WITH recursive tc (X, Y) AS "
         "(SELECT Src, Dst FROM edge) UNION (SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) "
         "SELECT X AS node, Y AS reached FROM tc")
-QUERY = "SELECT reached FROM closure WHERE node = {s}"
-SPARK_NATIVE = ("WITH RECURSIVE tc(X, Y) AS (SELECT Src, Dst FROM edge UNION ALL "
-                "SELECT tc.X, e.Dst FROM tc JOIN edge e ON tc.Y = e.Src) "
-                "SELECT DISTINCT Y AS reached FROM tc WHERE X = {s}")
-DUCKDB = ("WITH RECURSIVE tc(X, Y) AS (SELECT Src, Dst FROM edge UNION "
-          "SELECT tc.X, e.Dst FROM tc JOIN edge e ON tc.Y = e.Src) "
-          "SELECT Y AS reached FROM tc WHERE X = {s}")
+NATIVE_TC = ("WITH RECURSIVE tc(X, Y) AS (SELECT Src, Dst FROM edge UNION ALL "
+             "SELECT tc.X, e.Dst FROM tc JOIN edge e ON tc.Y = e.Src) ")
+DUCKDB_TC = ("WITH RECURSIVE tc(X, Y) AS (SELECT Src, Dst FROM edge UNION "
+             "SELECT tc.X, e.Dst FROM tc JOIN edge e ON tc.Y = e.Src) ")
+# question -> (recsql over the view, Spark's WITH RECURSIVE, DuckDB's), each with {v}
+QUESTIONS = {
+    "ancestors": ("SELECT node FROM closure WHERE reached = {v}",
+                  NATIVE_TC + "SELECT DISTINCT X AS node FROM tc WHERE Y = {v}",
+                  DUCKDB_TC + "SELECT X AS node FROM tc WHERE Y = {v}"),
+    "reachable": ("SELECT reached FROM closure WHERE node = {v}",
+                  NATIVE_TC + "SELECT DISTINCT Y AS reached FROM tc WHERE X = {v}",
+                  DUCKDB_TC + "SELECT Y AS reached FROM tc WHERE X = {v}"),
+}
+ON, OFF, SPARK, DUCK = ("recsql, demand on (default)", "recsql, demand off", "Spark WITH RECURSIVE",
+                        "DuckDB")
 
 
-def oracle(graph: Graph, source: int) -> set[int]:
-    """Nodes reachable from `source` by a path of at least one edge (BFS)."""
+def bfs(graph: Graph, start: int, backwards: bool) -> set[int]:
+    """Nodes reachable from `start` by a path of at least one edge (against the edges: nodes
+    from which `start` is reachable)."""
     succ = defaultdict(list)
     for s, d in zip(graph.src.tolist(), graph.dst.tolist()):
+        if backwards:
+            s, d = d, s
         succ[s].append(d)
-    seen, todo = set(), list(succ[source])
+    seen, todo = set(), list(succ[start])
     while todo:
         node = todo.pop()
         if node not in seen:
@@ -58,85 +82,110 @@ def load() -> str:
     return measure.load().split(" / ")[0]
 
 
+def bound_nodes(graph: Graph, depth: int | None) -> dict[str, int]:
+    """The node each question binds: a deepest leaf and node 2 in the tree, else the source."""
+    if depth:
+        return {"ancestors": 2 ** (depth + 1) - 1, "reachable": 2}
+    return {"ancestors": graph.source, "reachable": graph.source}
+
+
 def run(args) -> list[str]:
     spark = session("local[2]", "demand-bench", **{"spark.ui.enabled": "false",
                                                     "spark.sql.cteRecursionLevelLimit": "-1",
                                                     "spark.sql.cteRecursionRowLimit": "-1"})
-    graphs = ([(bintree(args.tree_depth), 2)] if args.tree_depth else []) + \
+    graphs = ([(bintree(args.tree_depth), args.tree_depth)] if args.tree_depth else []) + \
         ([(rmat(args.rmat), None)] if args.rmat else [])
-    lines = ["# Demand-driven evaluation: one node's reachable set through a closure view", "",
-             *measure.stamp(), "- Spark local[2]", "",
-             "Query: `SELECT reached FROM closure WHERE node = s`, `closure` a recursive view "
-             "(transitive closure of `edge`). Seconds per run, engines interleaved per round; "
-             "min and median over the rounds. Rows: the recursion's state at its fixpoint.", ""]
-    for graph, source in graphs:
-        source = graph.source if source is None else source
-        expected = oracle(graph, source)
+    lines = ["# Demand-driven evaluation: one node's ancestors and reachable set through a closure view", "",
+             *measure.stamp(), f"- Spark local[2], DuckDB {duckdb.__version__}", "",
+             "Seconds per run until the answer is an Arrow table on the client, engines interleaved "
+             "per round; min and median over the rounds. Rows: the recursion's state at its fixpoint.",
+             ""]
+    for graph, depth in graphs:
+        bound = bound_nodes(graph, depth)
+        expected = {q: bfs(graph, bound[q], backwards=q == "ancestors") for q in QUESTIONS}
         edges = spark.read.parquet(str(graph.parquet())).selectExpr("Src", "Dst")
-        # a recursive view runs its query once when created (to type its columns): create it over
-        # an empty `edge` of the same schema, then bind the real edges (a view is a definition)
-        edges.limit(0).createOrReplaceTempView("edge")
-        recsql.sql(VIEW, spark=spark)
         edges.createOrReplaceTempView("edge")
-        edges.cache().count()
+        started = time.perf_counter()
+        created = recsql.run(VIEW, spark=spark)  # analysed, not run: no iteration
+        create_seconds = time.perf_counter() - started
+        assert not created.stats, "CREATE VIEW ran the recursion"
         con = duckdb.connect()
         con.execute(f"SET threads = {os.cpu_count() or 1}")
         con.execute(f"CREATE TABLE edge AS SELECT Src, Dst FROM read_parquet('{graph.parquet()}')")
-        engines = {
-            "recsql, demand on (default)": lambda s=source: _recsql(spark, s, {}),
-            "recsql, demand off": lambda s=source: _recsql(spark, s, {"spark.recsql.demand.enabled": "false"}),
-            "Spark WITH RECURSIVE": (lambda s=source: ({r[0] for r in spark.sql(SPARK_NATIVE.format(s=s))
-                                                        .collect()}, None)) if graph.acyclic else None,
-            "DuckDB": lambda s=source, c=con: ({r[0] for r in c.sql(DUCKDB.format(s=s)).fetchall()}, None),
-        }
-        times: dict[str, list[float]] = defaultdict(list)
-        produced: dict[str, int | None] = {}
+        times: dict[tuple[str, str], list[float]] = defaultdict(list)
+        produced: dict[tuple[str, str], int | None] = {}
         loads = []
         for round_ in range(args.rounds):
-            for name, engine in engines.items():
-                if engine is None or ("off" in name and (args.skip_off or round_ > 0 and not args.off_every_round)):
+            for question in QUESTIONS:
+                for name in (ON, OFF, SPARK, DUCK):
+                    if not _runs(args, graph, name, question, round_):
+                        continue
+                    loads.append(load())
+                    engine = _engine(spark, con, name, QUESTIONS[question], bound[question])
+                    start = time.perf_counter()
+                    table, rows = engine()
+                    times[(question, name)].append(time.perf_counter() - start)
+                    answer = set(table.column(0).to_pylist())
+                    assert answer == expected[question], f"{name} on {graph.name}, {question}: wrong answer"
+                    produced[(question, name)] = rows
+                    print(f"{graph.name} {question} {name} round {round_}: "
+                          f"{times[(question, name)][-1]:.2f}s rows={rows}", flush=True)
+        lines += [f"## {graph.name}: {graph.description}; {graph.m} edges", "",
+                  f"CREATE VIEW closure: {create_seconds:.2f} s, no iteration (typed by analysis).  ",
+                  f"Load averages during the runs: {', '.join(loads)}", ""]
+        for question in QUESTIONS:
+            lines += [f"### {question} of {bound[question]}: "
+                      f"`{QUESTIONS[question][0].format(v=bound[question])}`, "
+                      f"{len(expected[question])} rows", "",
+                      "| engine | min s | median s | runs | recursion rows | answer |",
+                      "|---|---:|---:|---:|---:|---|"]
+            for name in (ON, OFF, SPARK, DUCK):
+                t = times[(question, name)]
+                if not t:
+                    why = ("cannot: UNION ALL only, and the graph has cycles (never terminates)"
+                           if name == SPARK and not graph.acyclic else
+                           "not run (--skip-spark)" if name == SPARK else "not run (--skip-off)")
+                    lines.append(f"| {name} | - | - | 0 | - | {why} |")
                     continue
-                loads.append(load())
-                start = time.perf_counter()
-                answer, rows = engine()
-                times[name].append(time.perf_counter() - start)
-                assert answer == expected, f"{name} on {graph.name}: wrong answer"
-                produced[name] = rows
-                print(f"{graph.name} {name} round {round_}: {times[name][-1]:.2f}s rows={rows}",
-                      flush=True)
-        lines += [f"## {graph.name}: {graph.description}; {graph.m} edges, source {source}, "
-                  f"{len(expected)} nodes reached", "",
-                  f"Load averages during the runs: {', '.join(loads)}", "",
-                  "| engine | min s | median s | runs | recursion rows | answer |",
-                  "|---|---:|---:|---:|---:|---|"]
-        for name, engine in engines.items():
-            if not times[name] and engine is not None:
-                lines.append(f"| {name} | - | - | 0 | - | not run (--skip-off) |")
-                continue
-            if engine is None:
-                lines.append(f"| {name} | - | - | 0 | - | cannot: UNION ALL only, and the graph has "
-                             "cycles (never terminates) |")
-                continue
-            t = times[name]
-            rows = produced[name]
-            lines.append(f"| {name} | {min(t):.2f} | {statistics.median(t):.2f} | {len(t)} | "
-                         f"{rows if rows is not None else 'n/a'} | matches BFS |")
-        on, off = times["recsql, demand on (default)"], times["recsql, demand off"]
-        if off:
-            lines += ["", f"Speed-up of the rewrite (median off / median on): "
-                      f"{statistics.median(off) / statistics.median(on):.1f}x", ""]
+                rows = produced[(question, name)]
+                lines.append(f"| {name} | {min(t):.2f} | {statistics.median(t):.2f} | {len(t)} | "
+                             f"{rows if rows is not None else 'n/a'} | matches BFS |")
+            on = statistics.median(times[(question, ON)])
+            ratios = [f"{other}: {statistics.median(times[(question, other)]) / on:.1f}x"
+                      for other in (OFF, SPARK, DUCK) if times[(question, other)]]
+            lines += ["", f"Median of each engine / median of recsql with the rewrite: {', '.join(ratios)}", ""]
         con.close()
-        edges.unpersist()
         if args.out:  # what is measured so far survives a later graph that does not finish
             args.out.write_text("\n".join(lines) + "\n")
     spark.stop()
     return lines
 
 
-def _recsql(spark, source: int, conf: dict) -> tuple[set[int], int]:
-    result = recsql.run(QUERY.format(s=source), spark=spark, conf=conf)
-    answer = {r[0] for r in result.df.collect()}
-    return answer, max(s.total_rows for s in result.stats)
+def _runs(args, graph: Graph, name: str, question: str, round_: int) -> bool:
+    if name == SPARK:
+        return graph.acyclic and not args.skip_spark
+    if name == OFF:  # once per graph and question (minutes each): the first round only
+        return not args.skip_off and round_ == 0 and (not args.off_for or question in args.off_for)
+    return True
+
+
+def _engine(spark, con, name: str, queries: tuple[str, str, str], value: int):
+    mine, native, duck = (q.format(v=value) for q in queries)
+    if name in (ON, OFF):
+        conf = {} if name == ON else {"spark.recsql.demand.enabled": "false"}
+
+        def through_recsql():
+            result = recsql.run(mine, spark=spark, conf=conf)
+            return result.df.toArrow(), max(s.total_rows for s in result.stats)
+        return through_recsql
+    if name == SPARK:
+        return lambda: (spark.sql(native).toArrow(), None)
+
+    def through_duckdb():
+        rel = con.sql(duck)
+        fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb 2 / 1.x
+        return fetch(), None
+    return through_duckdb
 
 
 def main(argv=None) -> None:
@@ -144,11 +193,13 @@ def main(argv=None) -> None:
     parser.add_argument("--rmat", type=int, default=12, help="RMAT scale (0: none)")
     parser.add_argument("--tree-depth", type=int, default=16,
                         help="complete binary tree depth, 2^(d+1)-1 nodes (0: none)")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--off-every-round", action="store_true",
-                        help="run recsql without the rewrite every round (default: the first only)")
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--skip-off", action="store_true",
                         help="do not run recsql without the rewrite (too slow on large graphs)")
+    parser.add_argument("--skip-spark", action="store_true",
+                        help="do not run Spark's WITH RECURSIVE (a minute a run on large trees)")
+    parser.add_argument("--off-for", nargs="*", choices=list(QUESTIONS), default=None,
+                        help="run recsql without the rewrite for these questions only")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     lines = run(args)

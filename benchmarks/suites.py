@@ -140,7 +140,7 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                output="benchmarks/SERVER.md"),
     Experiment("superset", "Superset SQL Lab round trips against `recsql serve`, beside PyHive.",
                "superset", ("--runs", "7", "--warmup", "3"), output="benchmarks/SUPERSET.md"),
-    Experiment("demand", "Demand-driven evaluation: one node's reachable set through a closure "
+    Experiment("demand", "Demand-driven evaluation: one node's ancestors and reachable set through a closure "
                "view, with and without the rewrite, beside Spark and DuckDB.", "demand",
                ("--rmat", "12", "--tree-depth", "16", "--rounds", "3"),
                output="benchmarks/DEMAND.md"),

@@ -182,6 +182,11 @@ class GroupRun:
                 iteration = self.checkpoints.recover(error)
         return {key: state.result() for key, state in self.states.items()}
 
+    def unevaluated(self) -> dict[str, DataFrame]:
+        """Each CTE's empty state: no rows, the types the fixpoint's result has (for typing a
+        statement without running it)."""
+        return {key: state.result() for key, state in self.states.items()}
+
     def live(self) -> bool:
         return any(s.delta_rows for s in self.states.values())
 

@@ -105,6 +105,22 @@ class Runner:
                 bases.release(ctx)
         return Result(df=df, stats=stats, plan=plan)
 
+    def typed(self, plan: QueryPlan) -> DataFrame:
+        """The answer's columns and types, with no Spark job and no iteration: every recursive
+        group's CTEs bound to empty DataFrames of the head types its fixpoint has (inferred by
+        analysis alone, `schemas.infer_schemas`, as the fixpoint's own states are), the other
+        CTEs and the final query analysed over them. As Spark analyses a view's body when it is
+        created, without running it."""
+        with quiet_pyspark_error_logs():
+            ctx = self.context(plan)
+            for step in plan.steps:
+                if isinstance(step, ViewStep):
+                    self.run_step(ctx, step)
+                    continue
+                for key, df in GroupRun(ctx, step).unevaluated().items():
+                    ctx.env[cte_binding(key)] = df
+            return self.sql(plan.final, ctx.env, plan.sql)
+
     def explain(self, plan: QueryPlan, mode: str) -> str:
         """The recursive plan, then Spark's physical plan of one iteration of the first group.
 
@@ -300,8 +316,9 @@ def _create_recursive_view(runner: Runner, statement: Statement, node: exp.Creat
                            expansion: Expansion) -> Result:
     """Store a view that needs recsql: its definition, expanded by every statement that reads
     it, and a Spark view of its columns and types that refuses to be read without recsql. The
-    query runs once here, as Spark analyses a view's body when it is created: that checks it and
-    gives the columns their types."""
+    query is analysed here, not run, as Spark analyses a view's body when it is created: that
+    checks it and gives the columns their types (`Runner.typed`; running the fixpoint to learn
+    them took minutes over a large graph)."""
     table = _target(node)
     name = table.sql("rasql")
     temporary = any(isinstance(p, exp.TemporaryProperty) for p in _properties(node))
@@ -322,8 +339,7 @@ def _create_recursive_view(runner: Runner, statement: Statement, node: exp.Creat
             f"Cannot create view `{name}` because it already exists; choose a different name, "
             "drop or replace the existing view (CREATE OR REPLACE), or add IF NOT EXISTS",
             condition="TABLE_OR_VIEW_ALREADY_EXISTS", **locate(table, statement.text))
-    result = runner.execute(plan)
-    schema = _with_columns(result.df, node).schema
+    schema = _with_columns(runner.typed(plan), node).schema
     text = node.expression.sql("rasql")
     if temporary:
         views.create_temporary(runner.spark, name, schema, text)
@@ -334,7 +350,7 @@ def _create_recursive_view(runner: Runner, statement: Statement, node: exp.Creat
                 runner.spark.sql(create)
         except AnalysisException as error:
             raise from_spark_error(error, statement.text) from None
-    return Result(df=_empty(runner.spark), stats=result.stats, plan=plan, kind="command")
+    return Result(df=_empty(runner.spark), plan=plan, kind="command")
 
 
 def _check_storable(runner: Runner, statement: Statement, name: str, plan: QueryPlan,

@@ -24,6 +24,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from recsql.executor.schemas import type_sql
 from recsql.planner.catalog import StoredView
 
 DEFINITION = "recsql.definition"
@@ -92,7 +93,7 @@ def create_statement(table: exp.Table, schema: StructType, text: str, *, replace
     name = table.sql("rasql")
     error = exp.Anonymous(this="raise_error", expressions=[exp.Literal.string(message(name))])
     stub = exp.select(*[
-        exp.alias_(exp.Cast(this=error.copy(), to=exp.DataType.build(f.dataType.simpleString(),
+        exp.alias_(exp.Cast(this=error.copy(), to=exp.DataType.build(type_sql(f.dataType),
                                                                       dialect="spark")),
                    f.name, quoted=True)
         for f in schema.fields

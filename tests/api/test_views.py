@@ -7,7 +7,7 @@ from __future__ import annotations
 import networkx as nx
 import oracles
 import pytest
-from conftest import rows
+from conftest import rows, unique_name
 
 import recsql
 
@@ -221,3 +221,129 @@ def test_a_with_nested_in_the_final_query_reads_a_recursive_view(spark, edge_tab
         WHERE parent.to_field IS NULL) dbt_internal_test"""
     sources = {s for s, _, _ in EDGE}
     assert rows(recsql.sql(query, spark=spark)) == [(sum(d not in sources for d, _ in sssp(EDGE)),)]
+
+
+# -- creating a recursive view types its columns without running the recursion ---------------
+
+DAG = [(1, 2, 3, "1.50", "a"), (1, 3, 1, "0.25", "b"), (2, 4, 2, "2.00", "c"), (3, 4, 7, "1.00", "d"),
+       (4, 5, 1, "0.50", "e"), (3, 5, 9, "3.75", "f")]
+TYPED = {
+    "min": """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
+                UNION (SELECT e.Dst, path.Cost + e.Cost FROM path, typing_dag e WHERE path.Dst = e.Src)
+              SELECT Dst, Cost FROM path""",
+    # count()/sum() heads take Spark's sum type: int -> bigint, decimal(p, s) -> decimal(38, s)
+    "count": """WITH recursive paths (Dst, count() AS N) AS (SELECT 1, 1)
+                  UNION (SELECT e.Dst, paths.N FROM paths, typing_dag e WHERE paths.Dst = e.Src)
+                SELECT Dst, N FROM paths""",
+    "sum_decimal": """WITH recursive w (Dst, sum() AS Total) AS (SELECT 1, CAST(1.5 AS DECIMAL(5, 2)))
+                        UNION (SELECT e.Dst, w.Total FROM w, typing_dag e WHERE w.Dst = e.Src)
+                      SELECT Dst, Total FROM w""",
+    "payload": """WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Pred, argmin(Cost) AS Via)
+                    AS (SELECT 1, CAST(0 AS BIGINT), 1, 'start')
+                    UNION (SELECT e.Dst, path.Cost + e.Cost, e.Src, e.Name FROM path, typing_dag e
+                           WHERE path.Dst = e.Src)
+                  SELECT * FROM path""",
+    "min_by": """WITH RECURSIVE path (dst, cost, pred) AS (SELECT 1, 0.0D, 1 UNION
+                   SELECT e.Dst, MIN(p.cost + e.W), MIN_BY(e.Src, p.cost + e.W)
+                   FROM path p JOIN typing_dag e ON p.dst = e.Src GROUP BY e.Dst)
+                 SELECT dst, cost, pred FROM path""",
+    "search_cycle": """WITH RECURSIVE walk(f, t) AS (SELECT Src, Dst FROM typing_dag WHERE Src = 1
+                         UNION ALL SELECT e.Src, e.Dst FROM typing_dag e, walk w WHERE e.Src = w.t)
+                       SEARCH DEPTH FIRST BY f, t SET seq
+                       CYCLE f, t SET looped TO 'Y' DEFAULT 'N' USING trail
+                       SELECT * FROM walk""",
+    "breadth_first": """WITH RECURSIVE walk(node) AS (SELECT Dst FROM typing_dag WHERE Src = 1
+                          UNION SELECT e.Dst FROM walk w, typing_dag e WHERE e.Src = w.node)
+                        SEARCH BREADTH FIRST BY node SET seq CYCLE node SET is_cycle USING path
+                        SELECT node, seq, is_cycle, path FROM walk""",
+    "mutual_and_final_aggregates": """WITH recursive ev (N, min() AS C) AS (SELECT 1, 0)
+                    UNION (SELECT e.Dst, od.C + e.W FROM od, typing_dag e WHERE od.N = e.Src),
+                  od (N, min() AS C) AS (SELECT e.Dst, ev.C + e.Cost FROM ev, typing_dag e WHERE ev.N = e.Src),
+                  both AS (SELECT N, C, 'even' AS kind FROM ev UNION ALL SELECT N, C, 'odd' FROM od)
+                  SELECT kind, count(*) AS n, sum(C) AS s, avg(N) AS a, collect_list(N) AS ns
+                  FROM both GROUP BY kind""",
+    # recsql widens as a UNION does (Spark refuses: CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE)
+    "union_all_widening": """WITH RECURSIVE r (n, label) AS (SELECT 1, 'x'
+                               UNION ALL SELECT n + CAST(1 AS BIGINT), concat(label, 'y') FROM r WHERE n < 5)
+                             SELECT n, label FROM r""",
+    # decimal(10, 2) + decimal(5, 2) is decimal(11, 2): each step widens (Spark refuses)
+    "decimal_growth": """WITH RECURSIVE walk (node, cost) AS (SELECT 1, CAST(0 AS DECIMAL(10, 2))
+                           UNION ALL SELECT e.Dst, w.cost + e.W FROM walk w JOIN typing_dag e ON w.node = e.Src)
+                         SELECT node, cost FROM walk""",
+}
+# what Spark's own WITH RECURSIVE expresses: its types are the oracle too
+SPARK_TYPED = {
+    "union_all": """WITH RECURSIVE r (n, label) AS (SELECT CAST(1 AS BIGINT), 'x'
+                      UNION ALL SELECT n + 1, concat(label, 'y') FROM r WHERE n < 5)
+                    SELECT n, label, n / 2 AS half FROM r""",
+    "trail": """WITH RECURSIVE walk (node, cost, trail) AS (SELECT 1, CAST(0 AS DECIMAL(10, 2)), array(1)
+                  UNION ALL SELECT e.Dst, CAST(w.cost + e.W AS DECIMAL(10, 2)), concat(w.trail, array(e.Dst))
+                  FROM walk w JOIN typing_dag e ON w.node = e.Src)
+                SELECT node, cost, trail, size(trail) AS hops FROM walk""",
+}
+
+
+@pytest.fixture(scope="module")
+def typing_dag(spark):
+    spark.sql("DROP TABLE IF EXISTS typing_dag")
+    spark.createDataFrame(DAG, "Src int, Dst int, Cost int, W string, Name string") \
+        .selectExpr("Src", "Dst", "Cost", "CAST(W AS DECIMAL(5, 2)) AS W", "Name") \
+        .write.saveAsTable("typing_dag")
+    yield
+    spark.sql("DROP TABLE IF EXISTS typing_dag")
+
+
+def _types(schema) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+@pytest.mark.parametrize("name", [*TYPED, *SPARK_TYPED])
+def test_a_view_has_the_types_its_evaluated_query_has(spark, typing_dag, name):
+    """CREATE VIEW analyses the recursive query instead of running it (it runs no iteration);
+    the view's columns are still exactly what evaluating the query gives, and, where Spark can
+    express the query, what Spark's own evaluation gives."""
+    query = {**TYPED, **SPARK_TYPED}[name]
+    evaluated = recsql.sql(query, spark=spark)
+    evaluated.collect()  # the run's own types, not only its plan's
+    expected = _types(evaluated.schema)
+    if name in SPARK_TYPED:
+        assert _types(spark.sql(query).schema) == expected
+    view = f"typed_{name}"
+    try:
+        for kind in ("TEMP VIEW", "VIEW"):
+            result = recsql.run(f"CREATE OR REPLACE {kind} {view} AS {query}", spark=spark)
+            assert result.stats == []
+            assert _types(spark.table(view).schema) == expected, kind
+            described = [(r[0], r[1]) for r in spark.sql(f"DESCRIBE {view}").collect()]
+            assert described == expected, kind
+            assert _types(recsql.sql(f"SELECT * FROM {view}", spark=spark).schema) == expected
+            spark.sql(f"DROP VIEW {view}") if kind == "TEMP VIEW" else None
+    finally:
+        spark.sql(f"DROP VIEW IF EXISTS {view}")
+
+
+def test_creating_a_view_runs_no_iteration_and_no_spark_job(spark, view):
+    """A chain of 40 edges needs 40 iterations: with maxIterations at 5 reading the view fails,
+    creating it does not (it is analysed, not evaluated), and it runs no Spark job at all."""
+    view("typing_chain", [(i, i + 1) for i in range(40)], "Src int, Dst int")
+    query = """WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM typing_chain)
+                 UNION (SELECT tc.X, e.Dst FROM tc, typing_chain e WHERE tc.Y = e.Src)
+               SELECT X AS node, Y AS reached FROM tc"""
+    conf = {"spark.recsql.maxIterations": "5"}
+    seen = []
+    group = unique_name("create_view_jobs")
+    spark.sparkContext.setJobGroup(group, "CREATE VIEW of a recursive query")
+    try:
+        result = recsql.run(f"CREATE OR REPLACE TEMP VIEW chain_closure AS {query}", spark=spark,
+                            conf=conf, progress=seen.append)
+        jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    try:
+        assert result.stats == [] and seen == [] and jobs == []
+        with pytest.raises(recsql.RecSQLError, match="RECSQL_MAX_ITERATIONS"):
+            recsql.sql("SELECT count(*) FROM chain_closure", spark=spark, conf=conf).collect()
+        got = rows(recsql.sql("SELECT reached FROM chain_closure WHERE node = 30", spark=spark))
+        assert got == [(n,) for n in range(31, 41)]
+    finally:
+        spark.catalog.dropTempView("chain_closure")

@@ -125,3 +125,41 @@ def test_create_table_as_a_recursive_query(server, database):
         assert sorted(cur.fetchall()) == sssp_oracle()
         cur.execute("EXPLAIN SELECT * FROM srvdb.shortest")
         assert "Scan parquet" in cur.fetchall()[0][0]
+
+
+def test_a_recursive_views_columns_are_its_evaluated_answers(server, database, spark):
+    """CREATE VIEW over the server types the recursive query without running it: DESCRIBE and
+    GetColumns report what Spark reports for a table of the evaluated answer (a payload column,
+    a min() head widened by its branches, a SEARCH column's struct, final-query expressions)."""
+    import recsql
+    from tests.server.clients import EDGE_SCHEMA, EDGES
+
+    spark.createDataFrame(EDGES, EDGE_SCHEMA).write.mode("overwrite").saveAsTable("srvdb.typed_edges")
+    query = """WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Via) AS (SELECT 1, 0, 'start')
+                 UNION (SELECT e.Dst, path.Cost + CAST(e.Cost AS BIGINT), CAST(e.Src AS STRING)
+                        FROM path, srvdb.typed_edges e WHERE path.Dst = e.Src),
+               walk (node) AS (SELECT 1 UNION SELECT e.Dst FROM walk, srvdb.typed_edges e
+                               WHERE e.Src = walk.node AND e.Dst > e.Src) SEARCH BREADTH FIRST BY node SET seq
+               SELECT Dst, Cost, Via, seq, Cost / 2 AS half, count(*) OVER () AS n
+               FROM path JOIN walk ON path.Dst = walk.node"""
+    recsql.sql(query, spark=spark).write.saveAsTable("srvdb.typed_answer")
+
+    def described(cur, name):
+        cur.execute(f"DESCRIBE {name}")
+        return [tuple(r[:2]) for r in cur.fetchall()]
+
+    def columns(client, session, name):
+        listed = fetch(client, client.GetColumns(ttypes.TGetColumnsReq(session, None, "srvdb", name)))
+        return [(c["COLUMN_NAME"], c["DATA_TYPE"], c["TYPE_NAME"], c["COLUMN_SIZE"], c["DECIMAL_DIGITS"],
+                 c["ORDINAL_POSITION"]) for c in listed]
+
+    connection = connect(server)
+    try:
+        cur = connection.cursor()
+        cur.execute(f"CREATE VIEW srvdb.typed_view AS {query}")
+        assert described(cur, "srvdb.typed_view") == described(cur, "srvdb.typed_answer")
+        assert [t for _, t in described(cur, "srvdb.typed_view")][1:3] == ["bigint", "string"]
+        client, session = connection.client, connection.sessionHandle
+        assert columns(client, session, "typed_view") == columns(client, session, "typed_answer")
+    finally:
+        connection.close()

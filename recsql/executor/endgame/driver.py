@@ -329,12 +329,14 @@ class _Driver:
 
     def merge(self, cte: CTEPlan) -> None:
         merge = self.merges[cte.key]
-        for statement in merge.statements:
+        for statement in merge.statements[:-1]:
             self.sql(statement)
-        self.deltas[cte.key] = self.count(self.names[cte.key]["delta"])
-        if merge.appends_delta:
+        reported = self.sql(merge.statements[-1])
+        if merge.appends_delta:  # the INSERT of the delta into `all` reports its rows
+            self.deltas[cte.key] = reported[0][0]
             self.totals[cte.key] += self.deltas[cte.key]
         else:
+            self.deltas[cte.key] = self.count(self.names[cte.key]["delta"])
             self.totals[cte.key] = self.count(self.names[cte.key]["all"])
 
     # -- driver -> Spark

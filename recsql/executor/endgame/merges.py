@@ -39,8 +39,10 @@ Names = dict[str, str]
 
 @dataclass(frozen=True)
 class Merge:
-    """The DuckDB statements of a CTE's merge, and whether `all` grows by exactly the delta
-    (so its size needs no count)."""
+    """The DuckDB statements of a CTE's merge, and whether its last statement appends the delta
+    to `all` and no other changes `all`: then the row count DuckDB reports for that INSERT is
+    the delta's size and what `all` grew by, and neither needs a count (two statements fewer per
+    iteration, a tenth of a tiny iteration's time)."""
 
     statements: list[str]
     appends_delta: bool
@@ -236,7 +238,7 @@ _Build = Callable[[RelationState, CTEPlan, Names], list[exp.Expr]]
 # state class -> (its merge's statements, whether `all` grows by exactly the delta)
 MERGES: dict[type[RelationState], tuple[_Build, bool]] = {
     BagState: (_bag, True),
-    SetState: (_set, False),
+    SetState: (_set, True),
     ExtremaState: (_extrema, False),
     ContributorState: (_contributors, False),
 }
