@@ -176,6 +176,7 @@ BUILDERS = {
     "rmat-18": lambda: rmat(18),
     "rmat-20": lambda: rmat(20),  # 16.1M edges; run on its own (minutes)
     "rmat-20-seed7": lambda: rmat(20, seed=7, source=0),  # a second 2^20 graph, another source
+    "rmat-22": lambda: rmat(22),  # 67M edges before dedupe; SSSP only, run on its own (many minutes)
     "grid-60": lambda: grid(60),
     "bintree-down-12": lambda: bintree(12, up=False),
     "bintree-up-12": lambda: bintree(12, up=True),
