@@ -132,6 +132,9 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                "memory and time per budget, each configuration in its own process.",
                "rollover", ("--graph", "bowtie-2000x50"), output="benchmarks/RESULTS-rollover.md"),
     # -- experiments of their own, current results files
+    Experiment("coldstart", "A process's first recsql statement against its later ones, each "
+               "session a fresh process (what `recsql -f` or a notebook's first query pays).", "cold",
+               ("--query", "sssp", "--graph", "rmat-16", "--sessions", "2")),
     Experiment("chain", "Long-chain reachability: per-iteration time and driver memory over "
                "thousands of Spark iterations.", "chain", ("--nodes", "2000", "--endgame", "off"),
                output="benchmarks/RESULTS-chain.md"),
