@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from sqlglot import exp
 
-from recsql.errors import RecSQLAnalysisError
+from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner import checks, doubling
 from recsql.planner.branches import bound_table, branches_of
@@ -210,6 +210,12 @@ class _Planner:
 
     def cte(self, d: CTEDef, members: set[str]) -> CTEPlan:
         bodies, alls = branches_of(d.body.copy())
+        for index, body in enumerate(bodies, start=1):
+            if not isinstance(body, exp.Query):  # `(1 UNION SELECT ...)` parses, as an expression
+                raise RecSQLParseError(
+                    f"Syntax error: branch {index} of CTE `{d.name}` is `{body.sql('rasql')}`, not a "
+                    "query; write it as `SELECT ...`",
+                    condition="PARSE_SYNTAX_ERROR", **locate(body))
         bag = bool(alls) and all(alls)
         head = self.head(d, bodies[0])
         cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag,

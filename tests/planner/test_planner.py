@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recsql.errors import RecSQLAnalysisError
+from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser import parse_statement
 from recsql.planner import ALL, DELTA, DictCatalog, GroupStep, ViewStep, plan_query, render_plan
 
@@ -442,3 +442,14 @@ def test_payload_outside_a_cte_head_is_a_parse_error():
 
     with pytest.raises(RecSQLParseError, match="argmin\\(Cost\\) AS Pred"):
         parse_statement("SELECT * FROM edge AS e(argmin(Cost) AS Pred)")
+
+
+def test_a_union_branch_that_is_not_a_query_is_a_located_syntax_error():
+    """`(1 UNION SELECT ...)` parses as an expression whose first branch is a literal (found by
+    the fuzz campaign: it reached the planner as an AttributeError)."""
+    q = "WITH RECURSIVE r (X) AS (1 UNION SELECT edge.Dst FROM r, edge WHERE r.X = edge.Src)\nSELECT X FROM r"
+    with pytest.raises(RecSQLParseError) as info:
+        plan(q)
+    assert info.value.condition == "PARSE_SYNTAX_ERROR"
+    assert (info.value.line, info.value.pos) == (1, 25)
+    assert "branch 1 of CTE `r`" in str(info.value)
