@@ -49,7 +49,8 @@ def _typed_branch(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, Struc
     spell, or an analysis error, is typed with the DataFrames bound, as the loop runs it."""
     text = run.text(cte, branch)
     spelled = {b.binding: b.table.sql for b in branch.bases}
-    spelled.update({r.binding: _empty_relation(refs[r.binding]) for r in branch.refs})
+    spelled.update({r.binding: _empty_relation(refs[r.binding]) for r in branch.refs
+                    if all(_castable(f.dataType) for f in refs[r.binding].fields)})
     try:
         names = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
         if names <= spelled.keys():
@@ -59,6 +60,19 @@ def _typed_branch(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, Struc
         pass  # typed again below, where a real error is reported as the loop reports it
     frames = {r.binding: empty(run.ctx.spark, refs[r.binding]) for r in branch.refs}
     return run.branch_df(cte, branch, frames, bases=_tables(run, branch))
+
+
+def _castable(dtype: DataType) -> bool:
+    """Whether `CAST(NULL AS t)` has exactly the type `dtype`: a cast's arrays, maps and structs
+    hold nulls (`ARRAY<STRING>` is `containsNull=true`), so a type that says its elements cannot be
+    null (Spark's `array(...)` of non-null values) cannot be spelled, and is bound instead."""
+    if isinstance(dtype, ArrayType):
+        return dtype.containsNull and _castable(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return dtype.valueContainsNull and _castable(dtype.keyType) and _castable(dtype.valueType)
+    if isinstance(dtype, StructType):
+        return all(f.nullable and _castable(f.dataType) for f in dtype.fields)
+    return True
 
 
 def _empty_relation(schema: StructType) -> str:
