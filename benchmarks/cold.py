@@ -1,6 +1,7 @@
 """A session's first recsql statement against its later ones (issue 29, "Cold statements").
 
     python -m benchmarks coldstart [--query sssp] [--graph rmat-16] [--sessions 2] [--statements 4]
+                                   [--out FILE]
 
 The careful loop runs beside recsql the same way: its own first statement shows what a fresh
 JVM charges any first job (class loading, JIT, code generation), whoever sends it.
@@ -15,7 +16,7 @@ Spark, or the table pulled to the driver). The engines run interleaved (one sess
 the next round), so load drift on a shared machine falls on all of them alike.
 
 The `cold16` suite's cold engines time a statement whose kept base copies were dropped, in a warm
-process; this one times the first statement of a process. It prints its table (no results file).
+process; this one times the first statement of a process.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 ENGINES = {"default settings": {}, "endgame off": {"spark.recsql.endgame.enabled": "false"},
            # the baseline's own first statement: what any first job of a fresh JVM pays
@@ -62,12 +64,17 @@ def main(argv=None) -> None:
     p.add_argument("--graph", default="rmat-16")
     p.add_argument("--sessions", type=int, default=2)
     p.add_argument("--statements", type=int, default=4)
+    p.add_argument("--out", default="benchmarks/RESULTS-coldstart.md")
     p.add_argument("--child", help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.child:
         child(a.query, a.graph, a.child, a.statements)
         return
+    from benchmarks import measure
+
+    started = measure.load()
     runs: dict[str, list[list[float]]] = {e: [] for e in ENGINES}
+    lines = []
     for k in range(a.sessions):
         for engine in ENGINES:
             out = subprocess.run([sys.executable, "-m", "benchmarks.cold", "--query", a.query, "--graph",
@@ -75,15 +82,21 @@ def main(argv=None) -> None:
                                  capture_output=True, text=True, check=True).stdout
             found = json.loads(next(line for line in out.splitlines() if line.startswith("RESULT "))[7:])
             runs[engine].append(found["seconds"])
-            print(f"session {k + 1}, {engine}: " + ", ".join(f"{s:.2f}" for s in found["seconds"])
-                  + f" s (load {found['load']})", flush=True)
-    print(f"\n| {a.query} on {a.graph} | first statement | later statements (median) | first / later |")
-    print("|---|--:|--:|--:|")
+            lines.append(f"- session {k + 1}, {engine}: " + ", ".join(f"{s:.2f}" for s in found["seconds"])
+                         + f" s (load {found['load']})")
+            print(lines[-1], flush=True)
+    table = [f"| {a.query} on {a.graph} | first statement | later statements (median) | first / later "
+             "| first - later |", "|---|--:|--:|--:|--:|"]
     for engine, sessions in runs.items():
         first = statistics.median(s[0] for s in sessions)
         later = statistics.median(x for s in sessions for x in s[1:])
-        print(f"| {engine} | {first:.2f} s | {later:.2f} s | {first / later:.2f}x |")
-
+        table.append(f"| {engine} | {first:.2f} s | {later:.2f} s | {first / later:.2f}x "
+                     f"| {first - later:.2f} s |")
+    Path(a.out).write_text("\n".join([
+        "# A fresh process's first statement against its later ones", "", *measure.stamp(started), "",
+        (__doc__ or "").split("\n\n", 2)[2].strip(), "", *table, "",
+        "Each session's statements, in seconds:", "", *lines]) + "\n")
+    print("\n".join(table))
 
 if __name__ == "__main__":
     main()

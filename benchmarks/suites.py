@@ -134,7 +134,8 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
     # -- experiments of their own, current results files
     Experiment("coldstart", "A process's first recsql statement against its later ones, each "
                "session a fresh process (what `recsql -f` or a notebook's first query pays).", "cold",
-               ("--query", "sssp", "--graph", "rmat-16", "--sessions", "2")),
+               ("--query", "sssp", "--graph", "rmat-16", "--sessions", "2"),
+               output="benchmarks/RESULTS-coldstart.md"),
     Experiment("chain", "Long-chain reachability: per-iteration time and driver memory over "
                "thousands of Spark iterations.", "chain", ("--nodes", "2000", "--endgame", "off"),
                output="benchmarks/RESULTS-chain.md"),

@@ -51,9 +51,15 @@ def test_a_matrix_suite_names_queries_graphs_and_engines_that_exist(suite):
 
 
 @pytest.mark.parametrize("suite", EXPERIMENTS, ids=lambda s: s.name)
-def test_an_experiment_suite_names_a_module_with_main(suite):
+def test_an_experiment_suite_names_a_module_with_main_and_a_results_file(suite, capsys):
     module = importlib.import_module(f"benchmarks.{suite.module}")
     assert callable(module.main)
+    assert Path(suite.output).parent == Path("benchmarks")
+    # the runner passes `--out FILE` with the suite's own arguments: the module must take it
+    with pytest.raises(SystemExit) as done:
+        module.main(["--help"])
+    assert done.value.code == 0
+    assert "--out" in capsys.readouterr().out
 
 
 def test_an_unknown_engine_is_refused():
