@@ -81,13 +81,19 @@ def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> 
     """`table`'s rows on the driver (what `pull` makes of the table, a pyarrow.Table for the
     endgame): a copy kept from an earlier statement if the table is unchanged, else a new one,
     kept where that is safe. The copy lives in this process, so it is kept on any master."""
-    return _kept(ctx, ("pulled", _scope(ctx), table.key), table, ctx.spark.table(table.sql), pull)
+    slot = ("pulled", _scope(ctx), table.key)
+    if slot in ctx.current:  # found by `kept_pulled` this statement: not checked twice
+        return ctx.current[slot]
+    return _kept(ctx, slot, table, ctx.spark.table(table.sql), pull)
 
 
 def kept_pulled(ctx: Context, table: TableName) -> Any:
     """The kept driver copy of `table` if the table is unchanged since it was made, else None
     (nothing is pulled)."""
-    return _kept(ctx, ("pulled", _scope(ctx), table.key), table, ctx.spark.table(table.sql), None)
+    slot = ("pulled", _scope(ctx), table.key)
+    if slot in ctx.current:
+        return ctx.current[slot]
+    return _kept(ctx, slot, table, ctx.spark.table(table.sql), None)
 
 
 def scope(spark: SparkSession) -> tuple[str, str]:
@@ -116,6 +122,8 @@ def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
     if old is not None and files is not None and old.files == files and _same_plan(plan, old.plan):
         log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
         kept[slot] = old
+        if slot[0] == "pulled":  # freed only with its last reference: safe to hand out again
+            ctx.current[slot] = old.value
         return old.value
     if old is not None:
         _release(old.value)

@@ -97,9 +97,10 @@ class Runner:
                 ctx.recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
                                                       self.frames, self.resume)
                 stats = []
-                for step in plan.steps:
+                steps, final = inline_trailing_views(plan)
+                for step in steps:
                     stats += self.run_step(ctx, step)
-                df = self.sql(plan.final, ctx.env, plan.sql)
+                df = self.sql(final, ctx.env, plan.sql)
                 ctx.recovery.finish()
             finally:  # the states are checkpoints: the answer does not read the base copies
                 bases.release(ctx)
@@ -208,6 +209,32 @@ def task_slots(spark: SparkSession) -> int | None:
     # tiny job)
     last = aggregate(with_partition(spark.range(0, 1 << 16)), [F.max(PARTITION).alias("last")])["last"]
     return None if last is None else last + 1
+
+
+def inline_trailing_views(plan: QueryPlan) -> tuple[list, exp.Expr]:
+    """The plan's steps and final query with the plain CTEs that only the final query reads
+    (the view steps after the last recursive group, each read once) written into it as derived
+    tables: the final query is then one Spark analysis instead of one per view step, each of
+    which also registered and dropped a temporary view per DataFrame it bound (a warm filtered
+    closure view statement ran two). The same query for Spark: a DataFrame bound by name is a
+    view, which Spark expands in place as it does a derived table."""
+    steps, final = list(plan.steps), plan.final
+    while steps and isinstance(steps[-1], ViewStep):
+        step = steps[-1]
+        binding = cte_binding(step.name)
+        reads = [t for t in final.find_all(exp.Table)
+                 if isinstance(t.this, exp.Placeholder) and t.this.name == binding]
+        if len(reads) != 1:
+            break
+        if final is plan.final:
+            final = final.copy()
+            reads = [t for t in final.find_all(exp.Table)
+                     if isinstance(t.this, exp.Placeholder) and t.this.name == binding]
+        columns = [exp.to_identifier(c, quoted=True) for c in step.columns]
+        reads[0].replace(exp.Subquery(this=step.query.copy(), alias=exp.TableAlias(
+            this=exp.to_identifier(reads[0].alias_or_name, quoted=True), columns=columns)))
+        steps.pop()
+    return steps, final
 
 
 def _binds(node: exp.Expr, binding: str) -> bool:

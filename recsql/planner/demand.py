@@ -11,12 +11,18 @@ push only ever removes rows that filter would remove.
 Pushed: conjuncts of the final SELECT's WHERE that read one column of a CTE the final query reads
 directly (in its FROM or a join), compared with constants by `=`, `IN`, `<`, `<=`, `>`, `>=` or
 BETWEEN. The CTE is recursive, or a plain projection of one (a stored view's expansion), and
-each of them is read once in the whole statement.
+each of them is read once in the whole statement. A final UNION, INTERSECT or EXCEPT is read
+branch by branch (each branch's rows stay the same, so their combination does).
+
+A CTE read several times by the final query (a self-join, or several branches of its UNION)
+gets, per column every read filters, the OR of the reads' filters: the recursion holds the rows
+some read keeps, and each read keeps its own filter, so it sees the rows it saw without the push.
 
 Not pushed, with the reason (for EXPLAIN): an aggregated column, a column some recursive branch
-computes, mutual or non-linear recursion, a recursion level limit, a CTE read more than once,
-an anchor whose column cannot be filtered before its SELECT's own work (aggregates, windows,
-LIMIT, `*`).
+computes, mutual or non-linear recursion, a recursion level limit, a CTE read more than once
+where some read is not filtered on a column the others are (it needs the whole recursion) or is
+not in the final query's FROM, an anchor whose column cannot be filtered before its SELECT's own
+work (aggregates, windows, LIMIT, `*`).
 
 A column bound at the other end (`tc` filtered on Y) is evaluated backwards: see `_reverse`.
 
@@ -61,47 +67,107 @@ class _NoRecursion(_NotPushed):
 def push_demand(query: exp.Query) -> Demand:
     """`query` with the final query's filters on recursive CTEs pushed into their anchors."""
     with_ = query.args.get("with_")
-    where = query.args.get("where")
-    if not isinstance(query, exp.Select) or not isinstance(with_, exp.With) or where is None:
+    if not isinstance(with_, exp.With) or not any(
+            leaf.args.get("where") is not None for leaf in _leaves(query) or []):
         return Demand(query)
     query = query.copy()
+    leaves = _leaves(query) or []
     ctes = {cte.alias.lower(): cte for cte in query.args["with_"].expressions}
-    sources = _sources(query)
+    reads: dict[str, list[tuple[exp.Select, exp.Table]]] = {}
+    for leaf in leaves:
+        for table in _sources(leaf):
+            if isinstance(table, exp.Table) and is_cte_reference(table, ctes):
+                reads.setdefault(table.name.lower(), []).append((leaf, table))
     notes: list[str] = []
-    for table in sources:
-        if not isinstance(table, exp.Table) or not is_cte_reference(table, ctes):
+    for key, tables in reads.items():
+        filters = [_filters(leaf, table) for leaf, table in tables]
+        if len(tables) == 1:
+            wanted = [(name, templates, _show_all(templates, written))
+                      for name, (templates, written) in filters[0].items()]
+        else:
+            wanted = _either(filters)
+        if len(tables) > 1 and not wanted and any(filters):
+            shown = " AND ".join(_show_all(*f) for f in next(f for f in filters if f).values())
+            if _recursive(ctes, key):
+                notes.append(f"demand: not pushed {shown} into {tables[0][1].name}: "
+                             f"{tables[0][1].name} is read {len(tables)} times and not every read "
+                             "is filtered on one column (the other reads need the whole recursion)")
             continue
-        by_column: dict[str, list[exp.Expr]] = {}
-        written: dict[str, str] = {}
-        for conjunct in query.args["where"].this.flatten() \
-                if isinstance(query.args["where"].this, exp.And) else [query.args["where"].this]:
-            filtered = _filtered_column(conjunct, table, len(sources) == 1)
-            if filtered is not None:
-                template = conjunct.copy().transform(
-                    lambda n, c=filtered: exp.column(MARK) if _same_column(n, c) else n)
-                by_column.setdefault(filtered.name.lower(), []).append(template)
-                written.setdefault(filtered.name.lower(), filtered.name)
-        for name, templates in by_column.items():
-            shown = " AND ".join(_show(t, written[name]) for t in templates)
+        for name, templates, shown in wanted:
             try:
-                target = _push(query, ctes, table.name.lower(), name, templates)
-                notes.append(f"demand: pushed {shown} into the base branches of {target}")
+                target = _push(query, ctes, key, name, templates, len(tables))
+                reached = f" (for its {len(tables)} reads)" if len(tables) > 1 else ""
+                notes.append(f"demand: pushed {shown} into the base branches of {target}{reached}")
             except _NoRecursion:
                 pass
             except _NotPushed as reason:
-                notes.append(f"demand: not pushed {shown} into {table.name}: {reason}")
+                notes.append(f"demand: not pushed {shown} into {tables[0][1].name}: {reason}")
     return Demand(query, notes)
 
 
-def _push(query: exp.Select, ctes: dict[str, exp.CTE], key: str, column: str,
-          templates: list[exp.Expr]) -> str:
+def _leaves(query: exp.Query) -> list[exp.Select] | None:
+    """The SELECTs whose rows the final query combines: itself, or the branches of its UNION,
+    INTERSECT or EXCEPT (each branch's rows are the same with the push, so their combination
+    is too); None for another shape."""
+    if isinstance(query, exp.Select):
+        return [query]
+    if isinstance(query, exp.Subquery) and not query.args.get("alias"):
+        return _leaves(query.this)
+    if isinstance(query, exp.SetOperation):
+        left, right = _leaves(query.left), _leaves(query.right)
+        return None if left is None or right is None else left + right
+    return None
+
+
+Filters = dict[str, tuple[list[exp.Expr], str]]  # column (lower) -> templates over MARK, as written
+
+
+def _filters(leaf: exp.Select, table: exp.Table) -> Filters:
+    """The conjuncts of `leaf`'s WHERE that compare one column of its source `table` with
+    constants, as templates over MARK, by column."""
+    where = leaf.args.get("where")
+    if where is None:
+        return {}
+    found: Filters = {}
+    only_source = len(_sources(leaf)) == 1
+    for conjunct in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        filtered = _filtered_column(conjunct, table, only_source)
+        if filtered is not None:
+            template = conjunct.copy().transform(
+                lambda n, c=filtered: exp.column(MARK) if _same_column(n, c) else n)
+            templates, _ = found.setdefault(filtered.name.lower(), ([], filtered.name))
+            templates.append(template)
+    return found
+
+
+def _either(filters: list[Filters]) -> list[tuple[str, list[exp.Expr], str]]:
+    """For a CTE read several times: per column every read filters, the one predicate that
+    holds for any row some read keeps (the OR of the reads' filters). Each read keeps its own
+    filter in the final query, so it gets the rows it got without the push."""
+    wanted = []
+    for name in filters[0]:
+        if not all(name in f for f in filters):
+            continue
+        per_read = [exp.and_(*f[name][0]) if len(f[name][0]) > 1 else f[name][0][0] for f in filters]
+        either = exp.or_(*[p.copy() for p in per_read])
+        wanted.append((name, [either], _show(either, filters[0][name][1])))
+    return wanted
+
+
+def _show_all(templates: list[exp.Expr], column: str) -> str:
+    return " AND ".join(_show(t, column) for t in templates)
+
+
+def _push(query: exp.Query, ctes: dict[str, exp.CTE], key: str, column: str,
+          templates: list[exp.Expr], filtered_reads: int = 1) -> str:
     """Push `templates` (predicates over MARK) on `column` of CTE `key` into the recursion under
-    it; the name of the recursive CTE whose anchors now hold them."""
+    it; the name of the recursive CTE whose anchors now hold them. `filtered_reads`: how many
+    reads of `key` the templates cover (every other read needs rows they remove)."""
     cte = ctes[key]
     if _mutual(ctes, key):
         raise _NotPushed("it is mutually recursive with another CTE (not handled)")
     reads = _reads(query, ctes, key)
-    if reads != 1:
+    if reads != filtered_reads:
         raise _NotPushed(f"{cte.alias} is read {reads} times in the statement")
     columns = _columns(cte)
     if column not in columns:
@@ -335,7 +401,7 @@ def _refs(branch: exp.Expr, key: str) -> list[exp.Table]:
     return [t for t in branch.find_all(exp.Table) if is_cte_reference(t, {key})]
 
 
-def _reads(query: exp.Select, ctes: dict[str, exp.CTE], key: str) -> int:
+def _reads(query: exp.Query, ctes: dict[str, exp.CTE], key: str) -> int:
     """Reads of CTE `key` in the statement outside its own definition."""
     final = query.copy()
     final.set("with_", None)

@@ -105,3 +105,52 @@ def test_through_a_stored_recursive_view(spark, edges):
         assert "demand: pushed boss = 3" in explained
     finally:
         spark.sql("DROP VIEW IF EXISTS dm_closure")
+
+
+@pytest.mark.parametrize("edges", [6, 7], indirect=True)
+def test_a_final_union_pushes_either_branchs_filter(spark, edges):
+    """Each branch of the final UNION reads the closure filtered on its own binding (one on the
+    carried end, one on both ends); the recursion holds either's rows."""
+    query = TC.replace(" WHERE {where}", " WHERE X = 3 UNION SELECT X, Y FROM tc WHERE X IN (5, 8) "
+                                         "AND Y > 10")
+    g = nx.DiGraph([(s, d) for s, d, _ in edges])
+    reached = {x: nx.descendants(g, x) | ({x} if any(nx.has_path(g, s, x) for s in g.successors(x))
+                                         else set()) for x in (3, 5, 8) if x in g}
+    expected = sorted({(3, y) for y in reached.get(3, ())}
+                      | {(x, y) for x in (5, 8) for y in reached.get(x, ()) if y > 10})
+    assert expected == sorted(set(closure_from(edges, {3}))
+                              | {r for r in closure_from(edges, {5, 8}) if r[1] > 10})
+    on = recsql.run(query, spark=spark)
+    off = recsql.run(query, spark=spark, conf=OFF)
+    assert rows(on.df) == expected == rows(off.df)
+    assert on.plan.demand == ["demand: pushed X = 3 OR X IN (5, 8) into the base branches of tc "
+                              "(for its 2 reads)"] and off.plan.demand == []
+    assert produced(on) == len(closure_from(edges, {3, 5, 8})) < produced(off)
+
+
+@pytest.mark.parametrize("edges", [8], indirect=True)
+def test_common_ancestors_through_a_view_read_twice(spark, edges):
+    """A BI tool's self-join of a closure view, both reads bound on the far end: evaluated
+    backwards from either node."""
+    spark.sql("DROP VIEW IF EXISTS dm_closure2")
+    recsql.sql("CREATE TEMPORARY VIEW dm_closure2 AS " + TC.replace(" WHERE {where}", "")
+               .replace("SELECT X, Y FROM tc", "SELECT X AS node, Y AS reached FROM tc"), spark=spark)
+    try:
+        query = ("SELECT a.node FROM dm_closure2 a JOIN dm_closure2 b ON a.node = b.node "
+                 "WHERE a.reached = 5 AND b.reached = 6")
+        g = nx.DiGraph([(s, d) for s, d, _ in edges])
+
+        def ancestors(y):  # nodes with a path of at least one edge to y
+            return {x for x in g if any(nx.has_path(g, s, y) for s in g.successors(x))} if y in g else set()
+        expected = sorted((x,) for x in ancestors(5) & ancestors(6))
+        closure = oracles.transitive_closure(edges)
+        assert expected == sorted((x,) for x, y in closure if y == 5 and (x, 6) in closure)
+        assert expected, "the graph should give 5 and 6 a common ancestor"
+        on = recsql.run(query, spark=spark)
+        assert rows(on.df) == expected == rows(recsql.sql(query, spark=spark, conf=OFF))
+        assert on.plan.demand[0].startswith(
+            "demand: pushed reached = 5 OR reached = 6 into the base branches of dm_closure2__tc, "
+            "evaluated backwards")
+        assert produced(on) == len([r for r in closure if r[1] in (5, 6)])
+    finally:
+        spark.sql("DROP VIEW IF EXISTS dm_closure2")

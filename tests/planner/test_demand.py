@@ -87,8 +87,13 @@ def test_joined_final_query_pushes_only_the_ctes_own_conjuncts():
      "not carried unchanged"),
     ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
      "SELECT a.X, b.Y FROM tc a, tc b WHERE a.Y = b.X) SELECT * FROM tc WHERE X = 1", "non-linear"),
-    (TC + "SELECT * FROM tc WHERE X = 1 UNION ALL SELECT * FROM tc WHERE X = 2", None),
     (TC + "SELECT * FROM tc WHERE X = 1 AND Y IN (SELECT X FROM tc)", "read 2 times"),
+    (TC + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = 1", "not every read is filtered"),
+    (TC + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = 1 AND b.Y = 2",
+     "not every read is filtered on one column"),
+    (TC + "SELECT X FROM tc WHERE X = 1 UNION SELECT X FROM tc", "not every read is filtered"),
+    (TC + "SELECT X FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y IN (SELECT 2)",
+     "not every read is filtered"),
     ("WITH recursive a (X, Y) AS (SELECT Src, Dst FROM edge UNION SELECT b.X, edge.Dst FROM b, edge "
      "WHERE b.Y = edge.Src), b (X, Y) AS (SELECT a.X, a.Y FROM a) SELECT * FROM a WHERE X = 1",
      "mutually recursive"),
@@ -158,3 +163,38 @@ def test_a_filter_on_a_plain_cte_says_nothing():
     p = plan(TC.replace("WITH recursive tc", "WITH recursive n (a) AS (SELECT 1), tc")
              + "SELECT n.a, tc.Y FROM n, tc WHERE n.a = 1 AND tc.X = 2")
     assert p.demand == ["demand: pushed X = 2 into the base branches of tc"]
+
+
+@pytest.mark.parametrize("final, pushed, shown", [
+    # the branches of a final UNION: each keeps its own filter, the recursion holds either's rows
+    ("SELECT * FROM tc WHERE X = 1 UNION ALL SELECT * FROM tc WHERE X = 2", "Src = 1 OR Src = 2",
+     "demand: pushed X = 1 OR X = 2 into the base branches of tc (for its 2 reads)"),
+    ("SELECT Y FROM tc WHERE X > 1 AND X < 5 UNION SELECT Y FROM tc WHERE X = 9 EXCEPT "
+     "SELECT Y FROM tc WHERE X IN (3, 4)", "(Src > 1 AND Src < 5) OR Src = 9 OR Src IN (3, 4)",
+     "demand: pushed (X > 1 AND X < 5) OR X = 9 OR X IN (3, 4) into the base branches of tc (for its 3 reads)"),
+    # one branch reads no recursion: the other's filter is pushed as for one read
+    ("SELECT X FROM tc WHERE X = 1 UNION SELECT Src FROM edge WHERE Src = 2", "Src = 1",
+     "demand: pushed X = 1 into the base branches of tc"),
+    # a self-join, both reads bound on the far end: evaluated backwards from either binding
+    ("SELECT a.X FROM tc a JOIN tc b ON a.X = b.X WHERE a.Y = 5 AND b.Y = 7", "Dst = 5 OR Dst = 7",
+     "demand: pushed Y = 5 OR Y = 7 into the base branches of tc, evaluated backwards"),
+    # the same binding in both reads
+    ("SELECT a.X, b.Y FROM tc a, tc b WHERE a.X = 4 AND b.X = 4 AND a.Y = b.Y", "Src = 4 OR Src = 4",
+     "demand: pushed X = 4 OR X = 4 into the base branches of tc (for its 2 reads)"),
+])
+def test_several_reads_each_filtered_on_one_column_push_either_filter(final, pushed, shown):
+    p = plan(TC + final)
+    assert anchors(p, "tc") == [pushed]
+    assert len(p.demand) == 1 and p.demand[0].startswith(shown)
+    assert p.demand[0] in render_plan(p)
+    assert plan(TC + final, demand=False).demand == []
+
+
+def test_a_view_read_twice_by_a_union_is_pushed_through_its_projection():
+    body = TC + "SELECT X AS boss, Y AS member FROM tc"
+    views = {"org_closure": StoredView("default.org_closure", body, ("boss", "member"))}
+    p = plan("SELECT boss FROM org_closure WHERE member = 9 UNION "
+             "SELECT boss FROM org_closure WHERE member IN (3, 4)", views)
+    assert anchors(p, "org_closure__tc") == ["Dst = 9 OR Dst IN (3, 4)"]
+    assert p.demand[0].startswith("demand: pushed member = 9 OR member IN (3, 4) into the base "
+                                  "branches of org_closure__tc, evaluated backwards")

@@ -9,9 +9,11 @@ so no work is lost. Any other failure is a bug and surfaces.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pyspark.errors import PySparkNotImplementedError, PySparkTypeError, PySparkValueError
@@ -146,7 +148,8 @@ class _Driver:
         self.branch_sql: dict[tuple[str, int], BranchSQL] = {}  # (cte key, branch index) ->
         self.base_sql: dict[str, list[exp.Query]] = {}  # cte key -> its base branches (from start)
         self.merges: dict[str, Merge] = {}  # cte key -> its merge
-        self.statements: dict[tuple[str, tuple], str] = {}  # (cte key, live rules) -> candidates
+        # (cte key, live rules) -> the merge's first statement reading those rules' candidates
+        self.statements: dict[tuple[str, tuple], str] = {}
         self.row_bytes = {cte.key: row_bytes(run.states[cte.key].schema) for cte in run.group.ctes}
         for cte in run.group.ctes:  # fail early on a head type DuckDB cannot mirror
             for f in run.states[cte.key].schema.fields:
@@ -253,8 +256,7 @@ class _Driver:
             iteration = 0
             for cte in run.group.ctes:
                 if self.base_sql[cte.key]:
-                    self.create_new(cte, self.base_sql[cte.key])
-                    self.merge(cte)
+                    self.merge(cte, self.start(cte, "base", lambda c=cte: self.base_sql[c.key]))
                 else:  # a CTE of a mutual recursion may start from its partners' rows only
                     self.no_change(cte)
                 self.report(stats, cte, iteration, self.started)
@@ -265,10 +267,12 @@ class _Driver:
             if iteration > self.settings.max_iterations:
                 run.fail_iteration_limit(iteration - 1, {c.name: self.deltas[c.key] for c in run.group.ctes})
             started = self.started if not stats else time.perf_counter()
-            produced = {cte.key: self.candidates(cte) for cte in run.group.ctes}
+            # every CTE's rules read the deltas of the previous iteration: decided before any merges
+            firsts = {cte.key: self.candidates(cte) for cte in run.group.ctes}
             for cte in run.group.ctes:
-                if produced[cte.key]:
-                    self.merge(cte)
+                first = firsts[cte.key]
+                if first is not None:
+                    self.merge(cte, first)
                 else:
                     self.no_change(cte)
                 self.report(stats, cte, iteration, started)
@@ -294,8 +298,9 @@ class _Driver:
                             or held_bytes(state, self.info.base_bytes) > self.info.budget)
         return self.over_budget and any(self.deltas.values())
 
-    def candidates(self, cte: CTEPlan) -> bool:
-        """Materialise the CTE's candidates of this iteration; False when no rule ran."""
+    def candidates(self, cte: CTEPlan) -> str | None:
+        """The CTE's candidates of this iteration, as the statement that starts its merge (see
+        `start`); None when no rule runs."""
         live = tuple(
             (branch.index, i)
             for branch in cte.recursive_branches
@@ -304,34 +309,43 @@ class _Driver:
             if all(role != DELTA or self.deltas[ref.cte] for ref, role in zip(branch.refs, variant))
         )
         if not live:
-            return False
-        statement = self.statements.get((cte.key, live))
-        if statement is None:  # rendered once per set of live rules, not once per iteration
-            statement = self.create_new(cte, [self.branch_sql[(cte.key, b)].variants[i][1] for b, i in live])
-            self.statements[(cte.key, live)] = statement
-        else:
-            self.sql(statement)
-        return True
+            return None
+        return self.start(cte, live, lambda: [self.branch_sql[(cte.key, b)].variants[i][1] for b, i in live])
 
-    def create_new(self, cte: CTEPlan, parts: list[exp.Query]) -> str:
-        """Make the CTE's `new` table the union of `parts` (the candidates); the statement."""
-        union = parts[0]
-        for part in parts[1:]:
-            union = exp.union(union, part, distinct=False)
-        statement = exp.Create(this=_table(self.names[cte.key]["new"]), kind="TABLE",
-                               replace=True, expression=union).sql("duckdb", identify=True)
+    def start(self, cte: CTEPlan, rules: Any, parts: Callable[[], list[exp.Query]]) -> str:
+        """The statement that starts the CTE's merge of the union of the candidate queries
+        `parts()` (rendered once per set of `rules`, not once per iteration). A CTE alone in its
+        group: the merge's first statement reading them in place. In a mutual recursion every
+        CTE's candidates read the previous iteration's deltas, which the merges replace, so they
+        are made into the `new` tables first (here) and the merge starts as written."""
+        statement = self.statements.get((cte.key, rules))
+        if statement is None:
+            union = functools.reduce(lambda a, b: exp.union(a, b, distinct=False), parts())
+            new = self.names[cte.key]["new"]
+            merge = self.merges[cte.key]
+            if len(self.run_.group.ctes) == 1:
+                statement = merge.reading(union, new)
+            else:
+                statement = exp.Create(this=_table(new), kind="TABLE", replace=True,
+                                       expression=union).sql("duckdb", identify=True)
+            self.statements[(cte.key, rules)] = statement
+        if len(self.run_.group.ctes) == 1:
+            return statement
         self.sql(statement)
-        return statement
+        return self.merges[cte.key].statements[0]
 
     def no_change(self, cte: CTEPlan) -> None:
         self.sql(exp.Delete(this=_table(self.names[cte.key]["delta"])))
         self.deltas[cte.key] = 0
 
-    def merge(self, cte: CTEPlan) -> None:
+    def merge(self, cte: CTEPlan, first: str) -> None:
+        """Fold the candidates into the state: the merge's statements, `first` in place of the
+        first (it reads the candidates)."""
         merge = self.merges[cte.key]
-        for statement in merge.statements[:-1]:
+        statements = [first, *merge.statements[1:]]
+        for statement in statements[:-1]:
             self.sql(statement)
-        reported = self.sql(merge.statements[-1])
+        reported = self.sql(statements[-1])
         if merge.appends_delta:  # the INSERT of the delta into `all` reports its rows
             self.deltas[cte.key] = reported[0][0]
             self.totals[cte.key] += self.deltas[cte.key]
