@@ -3,6 +3,9 @@ what recsql estimates it holds (`recsql.executor.endgame.decide`: `row_bytes`, `
 
     python -m benchmarks drivermem [--cases sssp:rmat-16 cc:rmat-16 ...] [--out FILE]
 
+The factors of `decide.HELD_PER_BYTE` come from its figures (FINDINGS.md, "Driver memory per
+estimated byte"): re-run it after a change to what the driver fixpoint holds.
+
 Each case (query x graph, recsql's default settings, the endgame on) runs in its own Python
 process with its own JVM (local[2], 2 shuffle partitions, `--driver-memory`), so the kernel's
 peak-RSS counter (VmHWM) is the statement's. The edge table is cached and registered as the
@@ -34,7 +37,10 @@ from pathlib import Path
 
 from benchmarks.measure import load, stamp
 
-CASES = [f"{q}:rmat-{s}" for s in (12, 14, 16, 18, 20) for q in ("sssp", "cc")]
+# relation-heavy (SSSP, CC: a small state over many edges) and state-heavy (a closure's state and
+# candidates over few edges)
+CASES = [*(f"{q}:rmat-{s}" for s in (12, 14, 16, 18, 20) for q in ("sssp", "cc")),
+         *(f"tc:rmat-{s}" for s in (8, 10, 12))]
 MIB = 1 << 20
 
 
