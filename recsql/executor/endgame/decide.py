@@ -125,12 +125,12 @@ VARIABLE_WIDTH = 32  # a string, binary or nested value: a guess (no job reads t
 # FINDINGS.md, "Driver memory per estimated byte": a session's first statement, the Python
 # process's peak RSS growth, RMAT 2^12 to 2^20). The relations: their pulled Arrow tables (1.03x,
 # DuckDB scans them in place) and the hash tables DuckDB builds over them for the joins: the
-# statement's peak was 2.4x the relations' estimate (SSSP) to 2.8x (CC) from 2^16 to 2^20. The
+# statement's peak was 2.5x the relations' estimate (SSSP) to 2.9x (CC) from 2^16 to 2^20. The
 # state: DuckDB's `all`, `delta` and `new` tables, an iteration's candidates (the delta joined
 # with the relations: several times the delta), the merge's hash tables, the Arrow copy written
-# back to Spark: 13x (rmat-10) to 22x (rmat-12) for a transitive closure, whose candidates are
-# many times its state. Each with a margin of a quarter over the largest measured, and a fixed
-# part for DuckDB's connection and its threads' buffers (16-28 MiB at the smallest sizes).
+# back to Spark: 20x (rmat-10) to 22x (rmat-12) for a transitive closure, whose candidates are
+# many times its state. Each with a margin of a fifth to a quarter over the largest measured, and
+# a fixed part for DuckDB's connection and its threads' buffers (16-27 MiB at the smallest sizes).
 # Candidates beyond this are DuckDB's to spill (its memory limit, driver.py).
 HELD_PER_BYTE = {"relations": 3.5, "state": 28.0}
 HELD_FIXED = 64 << 20
