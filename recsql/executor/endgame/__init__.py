@@ -26,8 +26,9 @@ runs. The pulled relations are scanned by DuckDB in place (no copy into DuckDB t
 Should the states outgrow the budget on the driver (or a delta `maxDeltaRows`), the driver hands
 Spark its states as of its last complete iteration, delta included, and the Spark loop continues
 from there: no work is lost (the endgame is asked again after at least one Spark iteration).
-Should DuckDB itself fail (its memory limit is the budget), the attempt is dropped and Spark
-continues from where the states were.
+DuckDB's memory limit is the budget less the pulled relations: past it DuckDB spills to a
+temporary directory, and should it fail even so, the attempt is dropped and Spark continues from
+where the states were.
 
 One module per job: `decide` (whether the driver takes over), `translate` (a recursive branch as
 DuckDB SQL), `merges` (each state class's merge in DuckDB), `driver` (the driver loop and the

@@ -62,7 +62,7 @@ def applies(run: Loop, info: RunInfo) -> bool:
     state_rows = sum(s.total_rows for s in states)
     if not all(pull_fits(s.total_rows * row_bytes(s.schema), info.max_pull) for s in states):
         return False
-    held = held_bytes(state_bytes(run), info.base_bytes)
+    held = _estimate("the tail", state_bytes(run), info)
     return fits_driver(delta_rows, state_rows + base_rows, held, info.budget, _not_growing(run), settings)
 
 
@@ -92,7 +92,7 @@ def applies_from_start(run: Loop, info: RunInfo) -> bool:
     base_rows = _base_rows(run, info)
     if base_rows is None:
         return False
-    if not fits_driver([], base_rows, held_bytes(0, info.base_bytes), info.budget, False, settings):
+    if not fits_driver([], base_rows, _estimate("the whole fixpoint", 0, info), info.budget, False, settings):
         # sized again, without the base branches' relations, if the tail may move to the driver
         info.relations, info.base_rows = None, None
         return False
@@ -121,10 +121,19 @@ def fits_driver(delta_rows: list[int], driver_rows: int, held: int, budget: int,
 FIXED_WIDTHS = {"boolean": 1, "byte": 1, "short": 2, "integer": 4, "date": 4, "float": 4,
                 "long": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8, "decimal": 16}
 VARIABLE_WIDTH = 32  # a string, binary or nested value: a guess (no job reads their lengths)
-# What the driver holds per estimated byte: the relations once (the pulled Arrow tables, which
-# DuckDB scans in place), the state several times (DuckDB's `all`, `delta` and `new` tables, the
-# merge's hash tables, the Arrow copy written back to Spark).
-HELD_PER_BYTE = {"relations": 1.5, "state": 4.0}
+# What the driver process grows by per estimated byte, measured (`python -m benchmarks drivermem`;
+# FINDINGS.md, "Driver memory per estimated byte": a session's first statement, the Python
+# process's peak RSS growth, RMAT 2^12 to 2^20). The relations: their pulled Arrow tables (1.03x,
+# DuckDB scans them in place) and the hash tables DuckDB builds over them for the joins: the
+# statement's peak was 2.5x the relations' estimate (SSSP) to 2.9x (CC) from 2^16 to 2^20. The
+# state: DuckDB's `all`, `delta` and `new` tables, an iteration's candidates (the delta joined
+# with the relations: several times the delta), the merge's hash tables, the Arrow copy written
+# back to Spark: 20x (rmat-10) to 22x (rmat-12) for a transitive closure, whose candidates are
+# many times its state. Each with a margin of a fifth to a quarter over the largest measured, and
+# a fixed part for DuckDB's connection and its threads' buffers (16-27 MiB at the smallest sizes).
+# Candidates beyond this are DuckDB's to spill (its memory limit, driver.py).
+HELD_PER_BYTE = {"relations": 3.5, "state": 28.0}
+HELD_FIXED = 64 << 20
 # Of the memory available when the endgame decides, the share its fixpoint may take: the rest
 # stays for Spark's own driver (whose JVM grows into it) and the machine's other processes.
 AVAILABLE_SHARE = 0.5
@@ -136,8 +145,17 @@ def row_bytes(schema: StructType) -> int:
 
 
 def held_bytes(state: int, relations: int) -> int:
-    """What the driver holds for `state` and `relations` estimated bytes (see HELD_PER_BYTE)."""
-    return int(state * HELD_PER_BYTE["state"] + relations * HELD_PER_BYTE["relations"])
+    """What the driver process grows by for `state` and `relations` estimated bytes (see
+    HELD_PER_BYTE)."""
+    return int(HELD_FIXED + state * HELD_PER_BYTE["state"] + relations * HELD_PER_BYTE["relations"])
+
+
+def _estimate(what: str, state: int, info: RunInfo) -> int:
+    """`held_bytes` for the decision, logged with its parts (what the estimate is checked by)."""
+    held = held_bytes(state, info.base_bytes)
+    log.info("endgame: %s on the driver would hold about %d bytes (state %d, relations %d "
+             "estimated bytes) of a budget of %d", what, held, state, info.base_bytes, info.budget)
+    return held
 
 
 def driver_budget(setting: int, available: int | None) -> int:

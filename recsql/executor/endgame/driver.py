@@ -50,8 +50,13 @@ log = logging.getLogger(__name__)
 # optimizer name fails the attempt, and the fixpoint stays on Spark.
 EXACT_OPTIMIZERS = "SET disabled_optimizers = 'expression_rewriter,statistics_propagation'"
 
-# DuckDB's memory limit is the driver budget, but never below what its buffers need to work at
-# all (it failed to allocate a 2 MiB block under a 1 MiB limit)
+# DuckDB's memory limit is what the driver budget leaves beside the pulled Arrow relations (which
+# DuckDB scans in place, outside its buffer manager), but never below what its buffers need to
+# work at all (it failed to allocate a 2 MiB block under a 1 MiB limit). Within its limit DuckDB
+# spills its tables, joins and aggregates to the temporary directory rather than growing (an
+# 800 MB table, a GROUP BY and a join over it under a 200 MB limit: peak RSS 308 MiB, 1.5 GB
+# spilled), so a fixpoint whose candidates outgrow the estimate slows down instead of taking the
+# process's memory.
 DUCKDB_MIN_MEMORY = 256 << 20
 MAX_ATTEMPTS = 3  # driver attempts per run that outgrew the budget before the endgame gives up
 _ARROW_IN = "rq_arrow_in"  # the name a pulled Arrow table is registered under while loaded
@@ -136,10 +141,11 @@ class _Driver:
         self.started = time.perf_counter()
         self.con = duckdb.connect()
         self.con.execute(EXACT_OPTIMIZERS)
-        # past the budget DuckDB fails the attempt (a duckdb.Error: Spark continues) rather
-        # than the process running out of memory
+        # past its limit DuckDB spills, or fails the attempt where it cannot (a duckdb.Error:
+        # Spark continues), rather than the process running out of memory; the limit is set
+        # again once the relations are pulled (`duckdb_limit`)
         self.spill = tempfile.TemporaryDirectory(prefix="recsql-duckdb-")  # not DuckDB's ./.tmp
-        self.set("memory_limit", f"{max(info.budget, DUCKDB_MIN_MEMORY)}b")
+        self.set("memory_limit", f"{self.duckdb_limit()}b")
         self.set("temp_directory", self.spill.name)
         self.over_budget = False
         self.names: dict[str, dict[str, str]] = {}  # cte key -> role -> DuckDB table
@@ -155,7 +161,13 @@ class _Driver:
             for f in run.states[cte.key].schema.fields:
                 duck_type(f.dataType)
         self.pull()
+        self.set("memory_limit", f"{self.duckdb_limit()}b")
         self.pull_seconds = time.perf_counter() - self.started
+
+    def duckdb_limit(self) -> int:
+        """DuckDB's memory limit: the budget less the Arrow relations pulled so far."""
+        pulled = sum(table.nbytes for table in self.info.arrow.values())
+        return max(self.info.budget - pulled, DUCKDB_MIN_MEMORY)
 
     def close(self) -> None:
         import duckdb
