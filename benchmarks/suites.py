@@ -79,7 +79,8 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "
-               "closure at 2^8 to 2^12, each case in its own process.", "drivermem", output="benchmarks/RESULTS-drivermem.md"),
+               "closure at 2^8 to 2^12, each case in its own process.", "drivermem",
+               output="benchmarks/RESULTS-drivermem.md"),
     Matrix("cold16", "A cold statement (every kept base copy dropped first) against a warm one "
            "(the copies an earlier statement kept), SSSP and CC at RMAT 2^16, defaults and the "
            "Spark loop only.",

@@ -318,7 +318,8 @@ def test_bigdatalog_answer_sizes(corpus):
 def test_radlog_coalesce_with_aliased_view(spark, corpus):
     """The coalesce program with its view's column named in the SELECT instead of a column list."""
     query, schemas = load_query(corpus / "queries" / "radlog_coalesce.sql")
-    query = query.replace("CREATE VIEW lstart(T)\nAS  (SELECT a.S FROM", "CREATE VIEW lstart\nAS  (SELECT a.S AS T FROM")
+    query = query.replace("CREATE VIEW lstart(T)\nAS  (SELECT a.S FROM",
+                          "CREATE VIEW lstart\nAS  (SELECT a.S AS T FROM")
     assert "a.S AS T" in query
     register_csv(spark, "inter", schemas["inter"], corpus / "testdata" / "coalesce.csv")
     try:

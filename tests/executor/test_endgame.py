@@ -15,8 +15,14 @@ import recsql
 from recsql.errors import RecSQLError
 from recsql.executor.endgame.decide import held_bytes
 
-ON = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 1000000}  # the whole tail on the driver
+# the whole tail on the driver
+ON = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 1000000}
 OFF = {"spark.recsql.endgame.enabled": "false"}
+
+
+def limit(rows: int) -> dict:
+    """The endgame on, with the driver taking only deltas of at most `rows`."""
+    return {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": rows}
 
 CYCLIC = [(1, 2), (2, 3), (3, 1), (3, 4), (4, 5), (5, 6), (6, 4), (7, 8), (2, 9), (9, 10)]
 WEIGHTED = [
@@ -98,7 +104,7 @@ def test_reachability_switches_mid_run(spark, view):
     q = """WITH recursive reach (X) AS (SELECT 0)
              UNION (SELECT arc.Dst FROM reach, arc WHERE reach.X = arc.Src)
            SELECT X FROM reach"""
-    result = recsql.run(q, spark=spark, conf={"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 5})
+    result = recsql.run(q, spark=spark, conf=limit(5))
     assert {r[0] for r in result.df.collect()} == reachable(edges, 0)
     assert_driver_tail(result, spark_recursive=True)
 
@@ -190,7 +196,7 @@ def test_count_paths_switch_mid_run(spark, view):
     edges = [(1, i) for i in range(2, 6)] + [(i, j) for i in range(2, 6) for j in range(6, 9)]
     edges += [(j, 9) for j in range(6, 9)] + [(i, i + 1) for i in range(9, 15)] + [(2, 10), (9, 12)]
     view("arc", edges, "Src int, Dst int")
-    result = recsql.run(COUNT_PATHS, spark=spark, conf={"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 3})
+    result = recsql.run(COUNT_PATHS, spark=spark, conf=limit(3))
     assert rows(result.df) == sorted(count_paths(edges, 1).items())
     assert_driver_tail(result, spark_recursive=True)
 
@@ -216,7 +222,7 @@ def mlm_oracle(sales, sponsor) -> list[tuple]:
     return [(m, float(bonus[index[m]])) for m in members]
 
 
-@pytest.mark.parametrize("conf", [ON, {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 3}], ids=["start", "switch"])
+@pytest.mark.parametrize("conf", [ON, limit(3)], ids=["start", "switch"])
 def test_mlm_sum_doubles_with_cycle(spark, view, conf):
     view("sales", MLM_SALES, "M int, P double")
     view("sponsor", MLM_SPONSOR, "M1 int, M2 int")
@@ -291,7 +297,7 @@ def test_large_delta_stays_on_spark(spark, view):
     q = """WITH recursive reach (X) AS (SELECT 1)
              UNION (SELECT arc.Dst FROM reach, arc WHERE reach.X = arc.Src)
            SELECT X FROM reach"""
-    result = recsql.run(q, spark=spark, conf={"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 4})
+    result = recsql.run(q, spark=spark, conf=limit(4))
     assert {r[0] for r in result.df.collect()} == reachable(edges, 1)
     stats = sorted(result.stats, key=lambda s: s.iteration)
     assert [s.iteration for s in stats] == list(range(len(stats)))
@@ -309,7 +315,7 @@ def test_growth_on_the_driver_hands_back_to_spark(spark, view):
     q = """WITH recursive reach (X) AS (SELECT 1)
              UNION (SELECT arc.Dst FROM reach, arc WHERE reach.X = arc.Src)
            SELECT X FROM reach"""
-    conf = {"spark.recsql.endgame.enabled": "true", "spark.recsql.endgame.maxDeltaRows": 4}
+    conf = limit(4)
     result = recsql.run(q, spark=spark, conf=conf)
     assert {r[0] for r in result.df.collect()} == reachable(edges, 1)
     assert_handed_back(result)
