@@ -144,12 +144,12 @@ def _either(filters: list[Filters]) -> list[tuple[str, list[exp.Expr], str]]:
     """For a CTE read several times: per column every read filters, the one predicate that
     holds for any row some read keeps (the OR of the reads' filters). Each read keeps its own
     filter in the final query, so it gets the rows it got without the push."""
-    wanted = []
+    wanted: list[tuple[str, list[exp.Expr], str]] = []
     for name in filters[0]:
         if not all(name in f for f in filters):
             continue
         per_read = [exp.and_(*f[name][0]) if len(f[name][0]) > 1 else f[name][0][0] for f in filters]
-        either = exp.or_(*[p.copy() for p in per_read])
+        either: exp.Expr = exp.or_(*[p.copy() for p in per_read])
         wanted.append((name, [either], _show(either, filters[0][name][1])))
     return wanted
 

@@ -267,8 +267,9 @@ class _Driver:
         if iteration is None:
             iteration = 0
             for cte in run.group.ctes:
-                if self.base_sql[cte.key]:
-                    self.merge(cte, self.start(cte, "base", lambda c=cte: self.base_sql[c.key]))
+                base = self.base_sql[cte.key]
+                if base:
+                    self.merge(cte, self.start(cte, "base", base.copy))
                 else:  # a CTE of a mutual recursion may start from its partners' rows only
                     self.no_change(cte)
                 self.report(stats, cte, iteration, self.started)
