@@ -81,19 +81,22 @@ def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> 
     """`table`'s rows on the driver (what `pull` makes of the table, a pyarrow.Table for the
     endgame): a copy kept from an earlier statement if the table is unchanged, else a new one,
     kept where that is safe. The copy lives in this process, so it is kept on any master."""
-    slot = ("pulled", _scope(ctx), table.key)
-    if slot in ctx.current:  # found by `kept_pulled` this statement: not checked twice
-        return ctx.current[slot]
-    return _kept(ctx, slot, table, ctx.spark.table(table.sql), pull)
+    return _driver_copy(ctx, table, pull)
 
 
 def kept_pulled(ctx: Context, table: TableName) -> Any:
     """The kept driver copy of `table` if the table is unchanged since it was made, else None
     (nothing is pulled)."""
+    return _driver_copy(ctx, table, None)
+
+
+def _driver_copy(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any] | None) -> Any:
+    """`pulled` and `kept_pulled`: a copy found current earlier in this statement is not checked
+    twice (nor its table's plan made again)."""
     slot = ("pulled", _scope(ctx), table.key)
     if slot in ctx.current:
         return ctx.current[slot]
-    return _kept(ctx, slot, table, ctx.spark.table(table.sql), None)
+    return _kept(ctx, slot, table, ctx.spark.table(table.sql), pull)
 
 
 def scope(spark: SparkSession) -> tuple[str, str]:
