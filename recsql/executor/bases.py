@@ -5,8 +5,10 @@ A recursive branch joins its delta with a base table at every iteration, so recs
 table once by the join columns and checkpoints it: every iteration's join is then co-partitioned.
 That copy is loop-invariant beyond the statement too (HaLoop keeps such data across jobs): the
 next statement over the same unchanged table joins the kept copy instead of building it again.
-The same holds for the rows the driver endgame pulls as Arrow (`pulled`): a statement that runs
-wholly on the driver then starts its DuckDB fixpoint without pulling them again.
+The same holds for the rows the driver endgame pulls (`pulled`), kept as native tables of the
+session's DuckDB database sorted by the columns the recursive rules join them on
+(endgame/database.py): a statement that runs wholly on the driver then starts its DuckDB
+fixpoint without pulling, loading or sorting them again.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
 DataFrame is another plan), over the same input files with the same sizes and modification times.
@@ -17,8 +19,8 @@ and the XOR of their 64-bit ones, one scan of the cache Spark reads. Any other t
 
 Partitioned copies are kept on a local master only, where their blocks live as long as the
 session; a cluster's executors can be lost between statements, taking the blocks with them
-(driver copies live in this process). At most `spark.recsql.base.keep` copies stay per session,
-the least recently used leaving first.
+(driver copies live in this process, in the session's DuckDB database). At most
+`spark.recsql.base.keep` copies stay per session, the least recently used leaving first.
 
 A partitioned copy is `persist`ed in Spark's columnar in-memory store rather than
 `localCheckpoint`ed: every iteration scans it, and the columnar scan reads only the columns the
@@ -52,7 +54,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Kept:
-    value: Any  # a PartitionedBase, or the table's rows on the driver (a pyarrow.Table)
+    value: Any  # a PartitionedBase, or the table's rows on the driver (a database.BaseCopy)
     plan: DataFrame  # what the copy was made from
     files: list[tuple[Any, ...]]
 
@@ -77,23 +79,26 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
     return _kept(ctx, slot, table, plan, build)
 
 
-def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> Any:
-    """`table`'s rows on the driver (what `pull` makes of the table, a pyarrow.Table for the
-    endgame): a copy kept from an earlier statement if the table is unchanged, else a new one,
+def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any],
+           order: tuple[str, ...] = ()) -> Any:
+    """`table`'s rows on the driver sorted by `order` (what `pull` makes of the table: for the
+    endgame, a native table of the session's DuckDB database with the number of its rows in
+    `num_rows`): a copy kept from an earlier statement if the table is unchanged, else a new one,
     kept where that is safe. The copy lives in this process, so it is kept on any master."""
-    return _driver_copy(ctx, table, pull)
+    return _driver_copy(ctx, table, order, pull)
 
 
-def kept_pulled(ctx: Context, table: TableName) -> Any:
-    """The kept driver copy of `table` if the table is unchanged since it was made, else None
-    (nothing is pulled)."""
-    return _driver_copy(ctx, table, None)
+def kept_pulled(ctx: Context, table: TableName, order: tuple[str, ...] = ()) -> Any:
+    """The kept driver copy of `table` sorted by `order` if the table is unchanged since it was
+    made, else None (nothing is pulled)."""
+    return _driver_copy(ctx, table, order, None)
 
 
-def _driver_copy(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any] | None) -> Any:
+def _driver_copy(ctx: Context, table: TableName, order: tuple[str, ...],
+                 pull: Callable[[DataFrame], Any] | None) -> Any:
     """`pulled` and `kept_pulled`: a copy found current earlier in this statement is not checked
-    twice (nor its table's plan made again)."""
-    slot = ("pulled", _scope(ctx), table.key)
+    twice (nor its table's plan made again). Copies in another order take another slot."""
+    slot = ("pulled", _scope(ctx), table.key, tuple(c.lower() for c in order))
     if slot in ctx.current:
         return ctx.current[slot]
     return _kept(ctx, slot, table, ctx.spark.table(table.sql), pull)
@@ -181,12 +186,15 @@ def forget(spark: SparkSession) -> None:
 
 
 def release(ctx: Context) -> None:
-    """Free the statement's partitioned copies that are not kept for later statements.
+    """Free the statement's copies that are not kept for later statements.
 
     A copy made with keeping off (`spark.recsql.base.keep=0`) has the very plan of a copy kept
     from an earlier statement, so Spark caches both in one entry: freeing it would leave the
     kept copy reading an uncached plan, which repartitions the whole table at every iteration
     (RMAT 2^20 SSSP, the benchmark's kept copy after a `nothing kept` run: 33.9 s, not 12)."""
+    # the statement lets go of its driver copies: one replaced meanwhile is freed now, not when
+    # the garbage collector finds the statement's context
+    ctx.current.clear()
     kept = [k.value for k in _KEPT.get(ctx.spark, {}).values() if isinstance(k.value, PartitionedBase)]
     for partitioned in ctx.bases.values():
         if not any(partitioned is k or _same_plan(partitioned.df, k.df) for k in kept):
@@ -204,7 +212,8 @@ def _same_plan(a: DataFrame, b: DataFrame) -> bool:
 
 
 def _release(value: Any) -> None:
-    """Unpersist a partitioned copy (a driver copy is freed with its last reference)."""
+    """Unpersist a partitioned copy (a driver copy is freed with its last reference: a statement
+    still reading it keeps it until it ends)."""
     if isinstance(value, PartitionedBase):
         try:
             value.df.unpersist()

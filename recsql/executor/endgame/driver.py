@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,11 +24,14 @@ from recsql.errors import RecSQLExecutionError
 from recsql.executor import bases
 from recsql.executor.action import spark_job
 from recsql.executor.driver_sql import Untranslatable
+from recsql.executor.endgame import database
+from recsql.executor.endgame.database import BaseCopy
 from recsql.executor.endgame.decide import (
     RunInfo,
     applies,
     applies_from_start,
     held_bytes,
+    join_order,
     last_iteration,
     relations,
     row_bytes,
@@ -43,20 +45,13 @@ from recsql.planner.model import DELTA, CTEPlan
 
 log = logging.getLogger(__name__)
 
-# DuckDB's optimizer may skip evaluating an expression whose error Spark raises: its expression
-# rewriter turns `i * 2 = 0` into `i = 0` and `i + 1 = 5` into `i = 4`, and its statistics fold
-# `(k + 2147483647) IS NULL` to false once a filter proves k not null; so an INT overflow that
-# Spark (ANSI) reports gave rows on the driver (tests/executor/test_differential.py). An unknown
-# optimizer name fails the attempt, and the fixpoint stays on Spark.
-EXACT_OPTIMIZERS = "SET disabled_optimizers = 'expression_rewriter,statistics_propagation'"
-
-# DuckDB's memory limit is what the driver budget leaves beside the pulled Arrow relations (which
-# DuckDB scans in place, outside its buffer manager), but never below what its buffers need to
-# work at all (it failed to allocate a 2 MiB block under a 1 MiB limit). Within its limit DuckDB
-# spills its tables, joins and aggregates to the temporary directory rather than growing (an
-# 800 MB table, a GROUP BY and a join over it under a 200 MB limit: peak RSS 308 MiB, 1.5 GB
-# spilled), so a fixpoint whose candidates outgrow the estimate slows down instead of taking the
-# process's memory.
+# DuckDB's memory limit is the driver budget less the Arrow relations registered in place (a
+# completed CTE's rows; a base table's copy is a DuckDB table, within the limit), but never
+# below what its buffers need to work at all (it failed to allocate a 2 MiB block under a 1 MiB
+# limit). Within its limit DuckDB spills its tables, joins and aggregates to the temporary
+# directory rather than growing (an 800 MB table, a GROUP BY and a join over it under a 200 MB
+# limit: peak RSS 308 MiB, 1.5 GB spilled), so a fixpoint whose candidates outgrow the estimate
+# slows down instead of taking the process's memory.
 DUCKDB_MIN_MEMORY = 256 << 20
 MAX_ATTEMPTS = 3  # driver attempts per run that outgrew the budget before the endgame gives up
 _ARROW_IN = "rq_arrow_in"  # the name a pulled Arrow table is registered under while loaded
@@ -111,12 +106,12 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
         # Spark shares, such as an overflow, raises it itself); anything else is a bug
         log.info("endgame: staying on Spark: %s: %s", type(error).__name__, error)
         info.disabled = True
-        info.arrow.clear()
+        info.pulled.clear()
         return False
     finally:
         if driver is not None:
             driver.close()
-    info.arrow.clear()  # a table's pulled copy stays kept for later statements (bases.py)
+    info.pulled.clear()  # a table's copy stays kept for later statements (bases.py)
     for stat in stats:
         run.stats.append(stat)
         if run.ctx.on_iteration:
@@ -132,21 +127,17 @@ class _Driver:
     the iteration's `new` candidates, a sum/count head's `contrib`) and the relations."""
 
     def __init__(self, run: Loop, info: RunInfo, from_start: bool) -> None:
-        import duckdb
-
         self.run_ = run
         self.info = info
         self.from_start = from_start  # the base step runs here too (the states are empty)
         self.settings = run.ctx.settings
         self.started = time.perf_counter()
-        self.con = duckdb.connect()
-        self.con.execute(EXACT_OPTIMIZERS)
+        self.database = database.of(run.ctx.spark)
+        self.con = self.database.cursor()  # the statement's own: its states are its temp tables
         # past its limit DuckDB spills, or fails the attempt where it cannot (a duckdb.Error:
         # Spark continues), rather than the process running out of memory; the limit is set
         # again once the relations are pulled (`duckdb_limit`)
-        self.spill = tempfile.TemporaryDirectory(prefix="recsql-duckdb-")  # not DuckDB's ./.tmp
         self.set("memory_limit", f"{self.duckdb_limit()}b")
-        self.set("temp_directory", self.spill.name)
         self.over_budget = False
         self.names: dict[str, dict[str, str]] = {}  # cte key -> role -> DuckDB table
         self.totals: dict[str, int] = {}
@@ -165,18 +156,17 @@ class _Driver:
         self.pull_seconds = time.perf_counter() - self.started
 
     def duckdb_limit(self) -> int:
-        """DuckDB's memory limit: the budget less the Arrow relations pulled so far."""
-        pulled = sum(table.nbytes for table in self.info.arrow.values())
-        return max(self.info.budget - pulled, DUCKDB_MIN_MEMORY)
+        """DuckDB's memory limit: the budget less the Arrow relations registered so far."""
+        registered = sum(t.nbytes for t in self.info.pulled.values() if not isinstance(t, BaseCopy))
+        return max(self.info.budget - registered, DUCKDB_MIN_MEMORY)
 
     def close(self) -> None:
         import duckdb
 
-        try:
+        try:  # its temporary tables and registered Arrow tables go with it
             self.con.close()
         except duckdb.Error as error:  # the attempt's outcome stands; the connection is dropped
             log.debug("endgame: closing DuckDB: %s", error)
-        self.spill.cleanup()
 
     def set(self, option: str, value: str) -> None:
         self.sql(exp.Set(expressions=[exp.SetItem(this=exp.EQ(
@@ -201,11 +191,15 @@ class _Driver:
                 raise Untranslatable(f"relation {name} to Arrow: {error}") from None
 
     def pull_relation(self, key: tuple, name: str, df: DataFrame) -> Any:
-        """A relation's rows as Arrow; a table's copy is kept for later statements (bases.py)."""
+        """A relation's rows: a table's as a `BaseCopy` in the session's database, sorted by the
+        columns the recursive rules join it on and kept for later statements (bases.py); any
+        other relation's (a completed CTE's) as Arrow."""
         kind, source = key
         if kind != "table":
             return self.to_arrow(name, df)
-        return bases.pulled(self.run_.ctx, source, lambda _plan: self.to_arrow(name, df))
+        order = join_order(self.run_, source)
+        return bases.pulled(self.run_.ctx, source, lambda _plan: self.database.base_copy(
+            self.con, self.to_arrow(name, df), order), order)
 
     def load(self, name: str, df: DataFrame, rows: int | None = None) -> None:
         """`df` as the DuckDB table `name`; `rows`: its row count, if known (an empty state,
@@ -219,7 +213,7 @@ class _Driver:
 
     def load_arrow(self, name: str, table: Any) -> None:
         self.con.register(_ARROW_IN, table)
-        self.sql(exp.Create(this=_table(name), kind="TABLE",
+        self.sql(exp.Create(this=_table(name), kind="TABLE", properties=_temporary(),
                             expression=exp.select("*").from_(_table(_ARROW_IN))))
         self.con.unregister(_ARROW_IN)
 
@@ -228,11 +222,15 @@ class _Driver:
         if self.info.relations is None:
             self.info.relations = relations(run)
         for key, (name, df) in self.info.relations.items():
-            table = self.info.arrow.get(name)  # pulled by an earlier attempt of this run
+            table = self.info.pulled.get(name)  # pulled by an earlier attempt of this run
             if table is None:
                 table = self.pull_relation(key, name, df)
-            self.info.arrow[name] = table  # kept for a retry after an over-budget attempt
-            self.con.register(name, table)  # scanned in place: no copy
+            self.info.pulled[name] = table  # kept for a retry after an over-budget attempt
+            if isinstance(table, BaseCopy):
+                self.sql(exp.Create(this=_table(name), kind="VIEW", properties=_temporary(),
+                                    expression=table.source()))
+            else:
+                self.con.register(name, table)  # scanned in place: no copy
         for i, cte in enumerate(run.group.ctes):
             state = run.states[cte.key]
             names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new"}
@@ -340,7 +338,7 @@ class _Driver:
                 statement = merge.reading(union, new)
             else:
                 statement = exp.Create(this=_table(new), kind="TABLE", replace=True,
-                                       expression=union).sql("duckdb", identify=True)
+                                       properties=_temporary(), expression=union).sql("duckdb", identify=True)
             self.statements[(cte.key, rules)] = statement
         if len(self.run_.group.ctes) == 1:
             return statement
@@ -410,6 +408,11 @@ class _Driver:
         rel = self.con.sql(select.sql("duckdb", identify=True))
         fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb 2 / 1.x
         return fetch()
+
+
+def _temporary() -> exp.Properties:
+    """A table of the statement's own (its cursor's temporary schema)."""
+    return exp.Properties(expressions=[exp.TemporaryProperty()])
 
 
 def _table(name: str) -> exp.Table:

@@ -177,7 +177,7 @@ def _contributors(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.
         delta = delta.group_by(*[_col(k, "t") for k in key])
     delta = delta.having(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)))
     return [
-        _create(_CHANGES, changes, temporary=True),
+        _create(_CHANGES, changes),
         exp.Delete(this=_table(names["contrib"]), using=[_table(_CHANGES)],
                    where=exp.Where(this=_match(names["contrib"], _CHANGES, per_contributor))),
         exp.Insert(
@@ -228,8 +228,10 @@ def _replace_groups(all_: str, delta: str, key: list[str]) -> list[exp.Expr]:
     ]
 
 
-def _create(name: str, select: exp.Query, temporary: bool = False) -> exp.Create:
-    properties = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
+def _create(name: str, select: exp.Query) -> exp.Create:
+    """A table of the statement's own: in its cursor's temporary schema, which statements run
+    side by side on the session's database do not share (database.py)."""
+    properties = exp.Properties(expressions=[exp.TemporaryProperty()])
     return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=properties,
                       expression=select)
 
