@@ -49,12 +49,18 @@ class SparkCatalog:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
+        # a table's columns, read once per planning (the planner asks for a base table's up to
+        # three times, three Py4J round trips each)
+        self._columns: dict[TableName, list[str] | None] = {}
 
     def columns(self, table: TableName) -> list[str] | None:
-        try:  # quoted part by part, `spark.table` resolves the name exactly as the SQL does
-            return self.spark.table(table.sql).columns
-        except AnalysisException:
-            return None
+        if table not in self._columns:
+            try:  # quoted part by part, `spark.table` resolves the name exactly as the SQL does
+                self._columns[table] = self.spark.table(table.sql).columns
+            except AnalysisException:
+                self._columns[table] = None
+        found = self._columns[table]
+        return None if found is None else list(found)
 
     def tables(self, namespace: tuple[str, ...] = ()) -> list[str]:
         try:
