@@ -13,6 +13,7 @@ cannot meet the reader's; a view read by a view's definition is expanded the sam
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -88,15 +89,12 @@ def _definition_ctes(view: StoredView, name: str, catalog: Catalog, expansion: E
                      reading: tuple[str, ...]) -> list[exp.CTE]:
     """The CTEs that define `view` under `name`: its own CTEs, renamed, then its final query."""
     expansion.views.append(view)
-    body = parse_statement(view.text).expression
-    if not isinstance(body, exp.Query):
+    parsed = _parsed_definition(view.text)
+    if parsed is None:
         raise RecSQLAnalysisError(
             f"The stored definition of view `{view.name}` is not a query; recreate the view",
             condition="RECSQL_BAD_VIEW_DEFINITION")
-    for node in body.walk():  # positions in the definition's text mean nothing in the reader's
-        for key in POSITION_KEYS:
-            node.meta.pop(key, None)
-    inner = Expansion(body)
+    inner = Expansion(parsed.copy())  # the expansion below rewrites its tree
     _expand(inner, catalog, None, reading)
     expansion.views += inner.views
     body = inner.query
@@ -112,6 +110,20 @@ def _definition_ctes(view: StoredView, name: str, catalog: Catalog, expansion: E
     columns = [exp.to_identifier(c) for c in view.columns]
     ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(name), columns=columns)))
     return ctes
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_definition(text: str) -> exp.Query | None:
+    """A view's stored text parsed, without positions (they mean nothing in the reader's text),
+    or None if it is not a query. Parsed once per text: every statement reading the view expands
+    it again, and the same text always parses the same (the reader gets a copy)."""
+    body = parse_statement(text).expression
+    if not isinstance(body, exp.Query):
+        return None
+    for node in body.walk():
+        for key in POSITION_KEYS:
+            node.meta.pop(key, None)
+    return body
 
 
 def _rename(scope: exp.Expr, name: str, new_name: str) -> None:

@@ -21,18 +21,22 @@ When it applies (all settings `spark.recsql.endgame.*`):
 From the start: when every branch (base branches included) is translatable, no head is a
 sum/count, and the relations all branches read fit, the whole fixpoint runs on the driver, base
 step included (`Driver.run_whole`): the relations are read from Spark once and no other Spark job
-runs. The pulled relations are scanned by DuckDB in place (no copy into DuckDB tables).
+runs. A base table's pulled rows become a native table of the session's DuckDB database, sorted
+by the columns the recursive rules join it on and kept across statements (`database`, with
+`bases.py` deciding when a copy is current); each statement runs on its own cursor of that
+database, its states in its temporary tables.
 
 Should the states outgrow the budget on the driver (or a delta `maxDeltaRows`), the driver hands
 Spark its states as of its last complete iteration, delta included, and the Spark loop continues
 from there: no work is lost (the endgame is asked again after at least one Spark iteration).
-DuckDB's memory limit is the budget less the pulled relations: past it DuckDB spills to a
-temporary directory, and should it fail even so, the attempt is dropped and Spark continues from
-where the states were.
+DuckDB's memory limit is the budget less the relations registered as Arrow (a completed CTE's
+rows): past it DuckDB spills to a temporary directory, and should it fail even so, the attempt
+is dropped and Spark continues from where the states were.
 
 One module per job: `decide` (whether the driver takes over), `translate` (a recursive branch as
-DuckDB SQL), `merges` (each state class's merge in DuckDB), `driver` (the driver loop and the
-runner the Spark loop composes).
+DuckDB SQL), `merges` (each state class's merge in DuckDB), `database` (the session's DuckDB
+database and its kept base copies), `driver` (the driver loop and the runner the Spark loop
+composes).
 """
 
 from __future__ import annotations

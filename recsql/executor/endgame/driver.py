@@ -137,7 +137,8 @@ class _Driver:
         # past its limit DuckDB spills, or fails the attempt where it cannot (a duckdb.Error:
         # Spark continues), rather than the process running out of memory; the limit is set
         # again once the relations are pulled (`duckdb_limit`)
-        self.set("memory_limit", f"{self.duckdb_limit()}b")
+        limit = self.duckdb_limit()
+        self.set("memory_limit", f"{limit}b")
         self.over_budget = False
         self.names: dict[str, dict[str, str]] = {}  # cte key -> role -> DuckDB table
         self.totals: dict[str, int] = {}
@@ -152,7 +153,8 @@ class _Driver:
             for f in run.states[cte.key].schema.fields:
                 duck_type(f.dataType)
         self.pull()
-        self.set("memory_limit", f"{self.duckdb_limit()}b")
+        if self.duckdb_limit() != limit:  # a relation registered as Arrow (a `SET` costs 1-2 ms)
+            self.set("memory_limit", f"{self.duckdb_limit()}b")
         self.pull_seconds = time.perf_counter() - self.started
 
     def duckdb_limit(self) -> int:
