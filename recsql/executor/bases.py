@@ -6,9 +6,8 @@ table once by the join columns and checkpoints it: every iteration's join is the
 That copy is loop-invariant beyond the statement too (HaLoop keeps such data across jobs): the
 next statement over the same unchanged table joins the kept copy instead of building it again.
 The same holds for the rows the driver endgame pulls (`pulled`), kept as native tables of the
-session's DuckDB database sorted by the columns the recursive rules join them on
-(endgame/database.py): a statement that runs wholly on the driver then starts its DuckDB
-fixpoint without pulling, loading or sorting them again.
+session's DuckDB database (endgame/database.py): a statement that runs wholly on the driver then
+starts its DuckDB fixpoint without pulling or loading them again.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
 DataFrame is another plan), over the same input files with the same sizes and modification times.
@@ -79,26 +78,24 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
     return _kept(ctx, slot, table, plan, build)
 
 
-def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any],
-           order: tuple[str, ...] = ()) -> Any:
-    """`table`'s rows on the driver sorted by `order` (what `pull` makes of the table: for the
-    endgame, a native table of the session's DuckDB database with the number of its rows in
-    `num_rows`): a copy kept from an earlier statement if the table is unchanged, else a new one,
-    kept where that is safe. The copy lives in this process, so it is kept on any master."""
-    return _driver_copy(ctx, table, order, pull)
+def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> Any:
+    """`table`'s rows on the driver (what `pull` makes of the table: for the endgame, a native
+    table of the session's DuckDB database, with the number of its rows in `num_rows`): a copy
+    kept from an earlier statement if the table is unchanged, else a new one, kept where that is
+    safe. The copy lives in this process, so it is kept on any master."""
+    return _driver_copy(ctx, table, pull)
 
 
-def kept_pulled(ctx: Context, table: TableName, order: tuple[str, ...] = ()) -> Any:
-    """The kept driver copy of `table` sorted by `order` if the table is unchanged since it was
-    made, else None (nothing is pulled)."""
-    return _driver_copy(ctx, table, order, None)
+def kept_pulled(ctx: Context, table: TableName) -> Any:
+    """The kept driver copy of `table` if the table is unchanged since it was made, else None
+    (nothing is pulled)."""
+    return _driver_copy(ctx, table, None)
 
 
-def _driver_copy(ctx: Context, table: TableName, order: tuple[str, ...],
-                 pull: Callable[[DataFrame], Any] | None) -> Any:
+def _driver_copy(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any] | None) -> Any:
     """`pulled` and `kept_pulled`: a copy found current earlier in this statement is not checked
-    twice (nor its table's plan made again). Copies in another order take another slot."""
-    slot = ("pulled", _scope(ctx), table.key, tuple(c.lower() for c in order))
+    twice (nor its table's plan made again)."""
+    slot = ("pulled", _scope(ctx), table.key)
     if slot in ctx.current:
         return ctx.current[slot]
     return _kept(ctx, slot, table, ctx.spark.table(table.sql), pull)

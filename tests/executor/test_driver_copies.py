@@ -1,7 +1,7 @@
 """The driver copies of base tables kept across statements as native tables of the session's DuckDB
 database (`recsql.executor.endgame.database`): one node's ancestors through a transitive-closure
-view, run wholly on the driver (the demand rewrite evaluates it backwards from the node, joining
-the delta with the edges sorted by `Dst`). A changed table gives the new answer; statements run
+view, run wholly on the driver (the demand rewrite evaluates it backwards from the node). A
+changed table gives the new answer; statements run
 side by side and sessions do not share states; every answer is checked against networkx."""
 
 from __future__ import annotations

@@ -21,10 +21,9 @@ When it applies (all settings `spark.recsql.endgame.*`):
 From the start: when every branch (base branches included) is translatable, no head is a
 sum/count, and the relations all branches read fit, the whole fixpoint runs on the driver, base
 step included (`Driver.run_whole`): the relations are read from Spark once and no other Spark job
-runs. A base table's pulled rows become a native table of the session's DuckDB database, sorted
-by the columns the recursive rules join it on and kept across statements (`database`, with
-`bases.py` deciding when a copy is current); each statement runs on its own cursor of that
-database, its states in its temporary tables.
+runs. A base table's pulled rows become a native table of the session's DuckDB database, kept
+across statements (`database`, with `bases.py` deciding when a copy is current); each statement
+runs on its own cursor of that database, its states in its temporary tables.
 
 Should the states outgrow the budget on the driver (or a delta `maxDeltaRows`), the driver hands
 Spark its states as of its last complete iteration, delta included, and the Spark loop continues

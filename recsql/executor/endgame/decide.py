@@ -21,7 +21,6 @@ from recsql.executor import bases
 from recsql.executor.driver_sql import Untranslatable, check_forms
 from recsql.executor.endgame.translate import branch_relations
 from recsql.executor.loop import Loop
-from recsql.planner.names import TableName
 from recsql.settings import Settings, byte_size
 
 log = logging.getLogger(__name__)
@@ -269,23 +268,11 @@ def _rows(run: Loop, key: tuple, df: DataFrame) -> int:
     kind, name = key
     if kind != "table":
         return df.count()
-    kept = bases.kept_pulled(run.ctx, name, join_order(run, name))
+    kept = bases.kept_pulled(run.ctx, name)
     if kept is not None:
         return kept.num_rows
     counted = bases.row_count(run.ctx, name)  # by the check that found no kept copy
     return counted if counted is not None else df.count()
-
-
-def join_order(run: Loop, table: TableName) -> tuple[str, ...]:
-    """The columns a recursive rule of the group joins `table` on with a reference to the group's
-    CTEs (the first such join; none if there is none): the driver's copy of the table is sorted by
-    them, so that a small delta's join reads only the copy's row groups holding its keys."""
-    for cte in run.group.ctes:
-        for branch in cte.recursive_branches:
-            for base in branch.bases:
-                if base.table.key == table.key and base.joins:
-                    return base.columns
-    return ()
 
 
 def relations(run: Loop) -> dict[tuple, tuple[str, DataFrame]]:

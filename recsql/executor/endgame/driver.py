@@ -31,7 +31,6 @@ from recsql.executor.endgame.decide import (
     applies,
     applies_from_start,
     held_bytes,
-    join_order,
     last_iteration,
     relations,
     row_bytes,
@@ -193,15 +192,13 @@ class _Driver:
                 raise Untranslatable(f"relation {name} to Arrow: {error}") from None
 
     def pull_relation(self, key: tuple, name: str, df: DataFrame) -> Any:
-        """A relation's rows: a table's as a `BaseCopy` in the session's database, sorted by the
-        columns the recursive rules join it on and kept for later statements (bases.py); any
-        other relation's (a completed CTE's) as Arrow."""
+        """A relation's rows: a table's as a `BaseCopy` in the session's database, kept for later
+        statements (bases.py); any other relation's (a completed CTE's) as Arrow."""
         kind, source = key
         if kind != "table":
             return self.to_arrow(name, df)
-        order = join_order(self.run_, source)
         return bases.pulled(self.run_.ctx, source, lambda _plan: self.database.base_copy(
-            self.con, self.to_arrow(name, df), order), order)
+            self.con, self.to_arrow(name, df)))
 
     def load(self, name: str, df: DataFrame, rows: int | None = None) -> None:
         """`df` as the DuckDB table `name`; `rows`: its row count, if known (an empty state,
