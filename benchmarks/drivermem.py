@@ -78,7 +78,8 @@ class Phases:
             phases.add("pull_peak", _kib("VmHWM") - phases.before)
             phases.record["pull_after"] = _kib("VmRSS") - phases.before
             phases.record["arrow_bytes"] = phases.record.get("arrow_bytes", 0) + table.nbytes
-            phases.record["arrow_chunks"] = table.column(0).num_chunks
+            if hasattr(table, "column"):  # an Arrow table (a base table's copy is a DuckDB table)
+                phases.record["arrow_chunks"] = table.column(0).num_chunks
             return table
 
         def run(self_, iteration):
