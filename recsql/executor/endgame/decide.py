@@ -124,9 +124,10 @@ FIXED_WIDTHS = {"boolean": 1, "byte": 1, "short": 2, "integer": 4, "date": 4, "f
 VARIABLE_WIDTH = 32  # a string, binary or nested value: a guess (no job reads their lengths)
 # What the driver process grows by per estimated byte, measured (`python -m benchmarks drivermem`;
 # FINDINGS.md, "Driver memory per estimated byte": a session's first statement, the Python
-# process's peak RSS growth, RMAT 2^12 to 2^20). The relations: their pulled Arrow tables (1.03x,
-# DuckDB scans them in place) and the hash tables DuckDB builds over them for the joins: the
-# statement's peak was 2.5x the relations' estimate (SSSP) to 2.9x (CC) from 2^16 to 2^20. The
+# process's peak RSS growth, RMAT 2^12 to 2^20). The relations: their pulled Arrow tables (1.03x;
+# a base table's is copied into the session's DuckDB database, 1.3-1.35x, and then freed) and the
+# hash tables DuckDB builds over them for the joins: the statement's peak was 2.5x the relations'
+# estimate (SSSP) to 2.9x (CC) from 2^16 to 2^20 (2.3x and 2.5x at 2^16 with the DuckDB copy). The
 # state: DuckDB's `all`, `delta` and `new` tables, an iteration's candidates (the delta joined
 # with the relations: several times the delta), the merge's hash tables, the Arrow copy written
 # back to Spark: 20x (rmat-10) to 22x (rmat-12) for a transitive closure, whose candidates are
