@@ -11,8 +11,9 @@ push only ever removes rows that filter would remove.
 Pushed: conjuncts of the final SELECT's WHERE that read one column of a CTE the final query reads
 directly (in its FROM or a join), compared with constants by `=`, `IN`, `<`, `<=`, `>`, `>=` or
 BETWEEN. The CTE is recursive, or a plain projection of one (a stored view's expansion), and
-each of them is read only by the final query's FROMs and joins. A final UNION, INTERSECT or EXCEPT is read
-branch by branch (each branch's rows stay the same, so their combination does).
+nothing but the final query's FROMs and joins reads it (nothing but the projection reads the
+recursion under one). A final UNION, INTERSECT or EXCEPT is read branch by branch (each branch's
+rows stay the same, so their combination does).
 
 A CTE read several times by the final query (a self-join, or several branches of its UNION)
 has its reads grouped by a column each read of the group filters (the column most reads filter
@@ -23,6 +24,9 @@ own copy of it (the CTE and the recursion under it, under fresh names `tc__deman
 `closure a JOIN closure b ... WHERE a.node = 1 AND b.reached = 7` runs one recursion forwards
 from 1 and one backwards from 7. If some read has no filter that can be pushed, it needs the
 whole recursion, which holds every other read's rows too: then nothing is pushed for that CTE.
+Each copy is a fixpoint of its own, so filters that keep most rows at both ends can compute more
+than the one whole recursion would; a point or a few values at each end (the common case) is far
+less.
 
 Not pushed, with the reason (for EXPLAIN): an aggregated column, a column some recursive branch
 computes, mutual or non-linear recursion, a recursion level limit, a CTE read more than once
@@ -126,7 +130,8 @@ def _push_reads(query: exp.Query, key: str, notes: list[str]) -> exp.Query:
     for number, (group, target) in enumerate(zip(groups, targets)):
         for column, templates, shown in _either([filters[i] for i in group]):
             try:
-                outcomes.append((number, shown, _push(trial, ctes, target, column, templates, len(group)), ""))
+                outcomes.append((number, shown, _push(trial, ctes, target, column, templates,
+                                                      len(group)), ""))
             except _NoRecursion:
                 pass
             except _NotPushed as reason:
@@ -139,7 +144,7 @@ def _push_reads(query: exp.Query, key: str, notes: list[str]) -> exp.Query:
         outcomes = sorted([o for o in outcomes if o[2] is None] + [
             (n, _show_group(filters, group), None, f"another read of {name} has no filter that can "
              "be pushed, so it needs the whole recursion")
-            for n, group in enumerate(groups) if n not in failed])
+            for n, group in enumerate(groups) if n not in failed], key=lambda o: o[0])
     for number, shown, into, why in outcomes:
         group = groups[number]
         which = _which(name, written, group, targets[number]) if len(groups) > 1 else ""

@@ -254,3 +254,23 @@ def test_a_read_without_a_pushable_filter_keeps_the_whole_recursion(spark, shape
                               "whole recursion)"]
     assert {st.cte for st in on.stats} == {"dm_closure3__tc"}  # no copy
     assert max(st.total_rows for st in on.stats) == len(closure)
+
+
+@pytest.mark.parametrize("shaped", [14], indirect=True)
+def test_two_reads_share_a_recursion_a_third_has_its_copy(spark, shaped):
+    """Reads 1 and 3 filter the source (the OR of their filters on the recursion as written),
+    read 2 the target (its own copy, backwards)."""
+    query = (TC.replace("SELECT X, Y FROM tc WHERE {where}", "")
+             + "SELECT Y FROM tc WHERE X = 0 UNION SELECT X FROM tc WHERE Y IN (3, 5) "
+               "EXCEPT SELECT Y FROM tc WHERE X BETWEEN 4 AND 6")
+    closure = oracles.transitive_closure(shaped)
+    expected = sorted(({y for x, y in closure if x == 0} | {x for x, y in closure if y in (3, 5)})
+                      - {y for x, y in closure if 4 <= x <= 6})
+    on = recsql.run(query, spark=spark)
+    assert rows(on.df) == [(v,) for v in expected] == rows(recsql.sql(query, spark=spark, conf=OFF))
+    assert on.plan.demand[0] == ("demand: pushed X = 0 OR X BETWEEN 4 AND 6 into the base branches "
+                                 "of tc (for tc's reads 1, 3 of 3)")
+    assert on.plan.demand[1].endswith("(for tc's read 2 of 3, on its own copy tc__demand1)")
+    sizes = {cte: max(st.total_rows for st in on.stats if st.cte == cte) for cte in ("tc", "tc__demand1")}
+    assert sizes == {"tc": len({r for r in closure if r[0] == 0 or 4 <= r[0] <= 6}),
+                     "tc__demand1": len({r for r in closure if r[1] in (3, 5)})}
