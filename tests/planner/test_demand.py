@@ -267,6 +267,7 @@ def test_a_copys_name_does_not_meet_the_users():
     with pytest.raises(RecSQLAnalysisError) as raised:  # a table of that name is read, not shadowed
         plan(sql)
     assert "TABLE_OR_VIEW_NOT_FOUND" in str(raised.value)
+    assert "tc__demand1" in str(raised.value) and "tc__demand3" not in str(raised.value)  # no copy
     p = plan(sql, views={"tc__demand2": StoredView("default.tc__demand2", TC + "SELECT * FROM tc",
                                                    ("Src", "Dst"))})
     assert steps_of(p) == ["tc__demand2__tc", "tc", "tc__demand3"]
