@@ -274,3 +274,13 @@ def test_two_reads_share_a_recursion_a_third_has_its_copy(spark, shaped):
     sizes = {cte: max(st.total_rows for st in on.stats if st.cte == cte) for cte in ("tc", "tc__demand1")}
     assert sizes == {"tc": len({r for r in closure if r[0] == 0 or 4 <= r[0] <= 6}),
                      "tc__demand1": len({r for r in closure if r[1] in (3, 5)})}
+
+
+@pytest.mark.parametrize("shaped", [15], indirect=True)
+def test_copies_on_the_spark_loop(spark, spark_loop, shaped):
+    """The same self-join with every iteration on Spark (no driver endgame)."""
+    query = SHAPES["self-join"].format(c="dm_closure3", node="node", reached="reached", s=0, t=3)
+    closure = oracles.transitive_closure(shaped)
+    on = recsql.run(query, spark=spark)
+    assert rows(on.df) == expected_rows("self-join", closure, 0, 3)
+    assert {st.cte for st in on.stats} == {"dm_closure3__tc", "dm_closure3__tc__demand1"}
