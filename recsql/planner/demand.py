@@ -49,7 +49,7 @@ from recsql.parser.dialect import AggregateColumn
 from recsql.planner.branches import branches_of, has_modifiers
 from recsql.planner.doubling import has_clauses, single_equality
 from recsql.planner.names import is_cte_reference
-from recsql.planner.scoping import _rename
+from recsql.planner.scoping import rename_reads
 
 CONSTANT_NODES = (exp.Literal, exp.Placeholder, exp.Neg, exp.Paren, exp.Cast, exp.DataType,
                   exp.Boolean, exp.Identifier, exp.Var)
@@ -199,13 +199,13 @@ def _copy_chain(query: exp.Query, key: str, reads: list[exp.Table]) -> str:
         if cte.alias.lower() in chain:
             copy = cte.copy()
             for old, new in names.items():
-                _rename(copy.this, old, new)
+                rename_reads(copy.this, old, new)
             copy.args["alias"].set("this", exp.to_identifier(names[cte.alias.lower()]))
             copy.meta[COPY_OF] = _named(cte)
             copies.append(copy)
     query.args["with_"].set("expressions", [*query.args["with_"].expressions, *copies])
     for table in reads:
-        _rename(table, key, names[key])
+        rename_reads(table, key, names[key])
     return names[key].lower()
 
 

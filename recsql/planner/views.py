@@ -22,6 +22,7 @@ from recsql.parser import parse_statement
 from recsql.planner.catalog import Catalog, StoredView
 from recsql.planner.locate import locate
 from recsql.planner.names import TableName
+from recsql.planner.scoping import rename_reads
 
 POSITION_KEYS = ("line", "col", "start", "end")
 
@@ -105,24 +106,13 @@ def _definition_ctes(view: StoredView, name: str, catalog: Catalog, expansion: E
     if isinstance(with_, exp.With):
         for cte in with_.expressions:
             renamed = f"{name}__{cte.alias}"
-            _rename(body, cte.alias.lower(), renamed)
+            rename_reads(body, cte.alias.lower(), renamed)
             cte.args["alias"].set("this", exp.to_identifier(renamed))
             ctes.append(cte)
         body.set("with_", None)
     columns = [exp.to_identifier(c) for c in view.columns]
     ctes.append(exp.CTE(this=body, alias=exp.TableAlias(this=exp.to_identifier(name), columns=columns)))
     return ctes
-
-
-def _rename(scope: exp.Expr, name: str, new_name: str) -> None:
-    """Point every unqualified read of `name` in `scope` at `new_name`, keeping `name` as its
-    alias so that columns qualified with it still resolve."""
-    for table in list(scope.find_all(exp.Table)):
-        if not table.args.get("db") and isinstance(table.this, exp.Identifier) \
-                and table.name.lower() == name:
-            table.set("this", exp.to_identifier(new_name))
-            if not table.args.get("alias"):
-                table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
 
 
 def _fresh(base: str, used: set[str]) -> str:
