@@ -1,7 +1,7 @@
 """Demand-driven evaluation: one node's ancestors, and one node's reachable set, through a
 transitive-closure view.
 
-    python -m benchmarks demand [--rmat 12] [--tree-depth 16] [--rounds 3] [--out FILE]
+    python -m benchmarks demand [--rmat 12] [--tree-depth 16] [--rounds 3] [--questions ...] [--out FILE]
 
 The view `closure(node, reached)` is a stored recursive view (temporary, of this session) over
 `tc(X, Y) <- edge; tc(X, Y) <- tc(X, Z), edge(Z, Y)`. Two questions:
@@ -9,7 +9,11 @@ The view `closure(node, reached)` is a stored recursive view (temporary, of this
 * ancestors: `SELECT node FROM closure WHERE reached = t` (bound at the other end: recsql
   evaluates the closure backwards from t), t a deepest leaf of the tree, or RMAT's source;
 * reachable set: `SELECT reached FROM closure WHERE node = s` (the anchors filtered on s), s = 2
-  in the tree (half of it), RMAT's source.
+  in the tree (half of it), RMAT's source;
+* between: `SELECT a.reached FROM closure a JOIN closure b ON a.reached = b.node WHERE a.node = s
+  AND b.reached = t` (the view read twice, bound at either end: recsql runs the recursion forwards
+  from s and a copy of it backwards from t), s = 3 and t the deepest leaf below it in the tree,
+  RMAT's source and the least node it reaches.
 
 Side by side, interleaved round by round in one run: recsql with the rewrite (default), recsql
 with spark.recsql.demand.enabled=false, Spark 4.3's own `WITH RECURSIVE` on the same filtered CTE
@@ -17,7 +21,7 @@ with spark.recsql.demand.enabled=false, Spark 4.3's own `WITH RECURSIVE` on the 
 engine hands its answer over as an Arrow table (a Python row per answer row cost pyspark 6.8 s
 of the 524,286-row answer, more than its whole evaluation); every answer is checked against a
 plain-Python BFS after the clock stops. recsql's rows are the recursion's final state size (its
-stats).
+stats; summed over the recursions a statement runs).
 
 `edge` is the graph's parquet file, as a warehouse table is: not cached by Spark (recsql keeps its
 own copies of it across statements, checked against the files' sizes and times); DuckDB loads it
@@ -47,7 +51,7 @@ NATIVE_TC = ("WITH RECURSIVE tc(X, Y) AS (SELECT Src, Dst FROM edge UNION ALL "
              "SELECT tc.X, e.Dst FROM tc JOIN edge e ON tc.Y = e.Src) ")
 DUCKDB_TC = ("WITH RECURSIVE tc(X, Y) AS (SELECT Src, Dst FROM edge UNION "
              "SELECT tc.X, e.Dst FROM tc JOIN edge e ON tc.Y = e.Src) ")
-# question -> (recsql over the view, Spark's WITH RECURSIVE, DuckDB's), each with {v}
+# question -> (recsql over the view, Spark's WITH RECURSIVE, DuckDB's), each with {v} (or {s}, {t})
 QUESTIONS = {
     "ancestors": ("SELECT node FROM closure WHERE reached = {v}",
                   NATIVE_TC + "SELECT DISTINCT X AS node FROM tc WHERE Y = {v}",
@@ -55,6 +59,12 @@ QUESTIONS = {
     "reachable": ("SELECT reached FROM closure WHERE node = {v}",
                   NATIVE_TC + "SELECT DISTINCT Y AS reached FROM tc WHERE X = {v}",
                   DUCKDB_TC + "SELECT Y AS reached FROM tc WHERE X = {v}"),
+    # the view read twice, bound at either end: recsql runs one recursion forwards from s and a
+    # copy of it backwards from t
+    "between": ("SELECT a.reached FROM closure a JOIN closure b ON a.reached = b.node "
+                "WHERE a.node = {s} AND b.reached = {t}",
+                NATIVE_TC + "SELECT DISTINCT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = {s} AND b.Y = {t}",
+                DUCKDB_TC + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = {s} AND b.Y = {t}"),
 }
 ON, OFF, SPARK, DUCK = ("recsql, demand on (default)", "recsql, demand off", "Spark WITH RECURSIVE",
                         "DuckDB")
@@ -82,11 +92,22 @@ def load() -> str:
     return measure.load().split(" / ")[0]
 
 
-def bound_nodes(graph: Graph, depth: int | None) -> dict[str, int]:
-    """The node each question binds: a deepest leaf and node 2 in the tree, else the source."""
+def bound_nodes(graph: Graph, depth: int | None) -> dict[str, dict[str, int]]:
+    """The nodes each question binds: a deepest leaf and node 2 in the tree, else the source;
+    between: node 3 and the deepest leaf below it in the tree, else the source and the least node
+    it reaches."""
     if depth:
-        return {"ancestors": 2 ** (depth + 1) - 1, "reachable": 2}
-    return {"ancestors": graph.source, "reachable": graph.source}
+        leaf = 2 ** (depth + 1) - 1
+        return {"ancestors": {"v": leaf}, "reachable": {"v": 2}, "between": {"s": 3, "t": leaf}}
+    first = min(bfs(graph, graph.source, backwards=False) - {graph.source})
+    return {"ancestors": {"v": graph.source}, "reachable": {"v": graph.source},
+            "between": {"s": graph.source, "t": first}}
+
+
+def expected_answer(graph: Graph, question: str, bound: dict[str, int]) -> set[int]:
+    if question == "between":
+        return bfs(graph, bound["s"], backwards=False) & bfs(graph, bound["t"], backwards=True)
+    return bfs(graph, bound["v"], backwards=question == "ancestors")
 
 
 def run(args) -> list[str]:
@@ -98,11 +119,12 @@ def run(args) -> list[str]:
     lines = ["# Demand-driven evaluation: one node's ancestors and reachable set through a closure view", "",
              *measure.stamp(), f"- Spark local[2], DuckDB {duckdb.__version__}", "",
              "Seconds per run until the answer is an Arrow table on the client, engines interleaved "
-             "per round; min and median over the rounds. Rows: the recursion's state at its fixpoint.",
+             "per round; min and median over the rounds. Rows: the recursions' states at their "
+             "fixpoints (summed where a statement runs several).",
              ""]
     for graph, depth in graphs:
         bound = bound_nodes(graph, depth)
-        expected = {q: bfs(graph, bound[q], backwards=q == "ancestors") for q in QUESTIONS}
+        expected = {q: expected_answer(graph, q, bound[q]) for q in args.questions}
         edges = spark.read.parquet(str(graph.parquet())).selectExpr("Src", "Dst")
         edges.createOrReplaceTempView("edge")
         started = time.perf_counter()
@@ -116,7 +138,7 @@ def run(args) -> list[str]:
         produced: dict[tuple[str, str], int | None] = {}
         loads = []
         for round_ in range(args.rounds):
-            for question in QUESTIONS:
+            for question in args.questions:
                 for name in (ON, OFF, SPARK, DUCK):
                     if not _runs(args, graph, name, question, round_):
                         continue
@@ -133,9 +155,9 @@ def run(args) -> list[str]:
         lines += [f"## {graph.name}: {graph.description}; {graph.m} edges", "",
                   f"CREATE VIEW closure: {create_seconds:.2f} s, no iteration (typed by analysis).  ",
                   f"Load averages during the runs: {', '.join(loads)}", ""]
-        for question in QUESTIONS:
-            lines += [f"### {question} of {bound[question]}: "
-                      f"`{QUESTIONS[question][0].format(v=bound[question])}`, "
+        for question in args.questions:
+            lines += [f"### {question} of {', '.join(map(str, bound[question].values()))}: "
+                      f"`{QUESTIONS[question][0].format(**bound[question])}`, "
                       f"{len(expected[question])} rows", "",
                       "| engine | min s | median s | runs | recursion rows | answer |",
                       "|---|---:|---:|---:|---:|---|"]
@@ -169,14 +191,15 @@ def _runs(args, graph: Graph, name: str, question: str, round_: int) -> bool:
     return True
 
 
-def _engine(spark, con, name: str, queries: tuple[str, str, str], value: int):
-    mine, native, duck = (q.format(v=value) for q in queries)
+def _engine(spark, con, name: str, queries: tuple[str, str, str], values: dict[str, int]):
+    mine, native, duck = (q.format(**values) for q in queries)
     if name in (ON, OFF):
         conf = {} if name == ON else {"spark.recsql.demand.enabled": "false"}
 
         def through_recsql():
             result = recsql.run(mine, spark=spark, conf=conf)
-            return result.df.toArrow(), max(s.total_rows for s in result.stats)
+            return result.df.toArrow(), sum(max(s.total_rows for s in result.stats if s.cte == cte)
+                                            for cte in {s.cte for s in result.stats})
         return through_recsql
     if name == SPARK:
         return lambda: (spark.sql(native).toArrow(), None)
@@ -200,6 +223,7 @@ def main(argv=None) -> None:
                         help="do not run Spark's WITH RECURSIVE (a minute a run on large trees)")
     parser.add_argument("--off-for", nargs="*", choices=list(QUESTIONS), default=None,
                         help="run recsql without the rewrite for these questions only")
+    parser.add_argument("--questions", nargs="*", choices=list(QUESTIONS), default=list(QUESTIONS))
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     lines = run(args)

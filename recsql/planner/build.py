@@ -82,6 +82,7 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog, demand: bool = True
     if spelled is not query:  # GROUP BY in recursive terms, now RaSQL heads
         query = spelled
         defs, deps, components = _analyse(query.args["with_"])
+    as_written = query  # the copies the rewrites below add are no names to suggest in errors
     pushed = push_demand(query) if demand else Demand(query)
     if pushed.query is not query:
         query = pushed.query
@@ -94,7 +95,7 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog, demand: bool = True
     recursive = [c for c in components if len(c) > 1 or c[0] in deps[c[0]]]
     if not recursive and not any(d.has_head_aggregate for d in defs.values()):
         return None
-    checks.check_tables(query, sql, catalog, set(defs))
+    checks.check_tables(as_written, sql, catalog, set())
     query = query.copy()
     query.set("with_", None)
     planner = _Planner(sql, catalog, defs, deps)

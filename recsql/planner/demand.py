@@ -11,22 +11,33 @@ push only ever removes rows that filter would remove.
 Pushed: conjuncts of the final SELECT's WHERE that read one column of a CTE the final query reads
 directly (in its FROM or a join), compared with constants by `=`, `IN`, `<`, `<=`, `>`, `>=` or
 BETWEEN. The CTE is recursive, or a plain projection of one (a stored view's expansion), and
-each of them is read once in the whole statement. A final UNION, INTERSECT or EXCEPT is read
-branch by branch (each branch's rows stay the same, so their combination does).
+nothing but the final query's FROMs and joins reads it (nothing but the projection reads the
+recursion under one). A final UNION, INTERSECT or EXCEPT is read branch by branch (each branch's
+rows stay the same, so their combination does).
 
 A CTE read several times by the final query (a self-join, or several branches of its UNION)
-gets, per column every read filters, the OR of the reads' filters: the recursion holds the rows
-some read keeps, and each read keeps its own filter, so it sees the rows it saw without the push.
+has its reads grouped by a column each read of the group filters (the column most reads filter
+first). A group gets, per column all its reads filter, the OR of their filters: the recursion
+holds the rows some read keeps, and each read keeps its own filter, so it sees the rows it saw
+without the push. The largest group keeps the recursion as written; each other group reads its
+own copy of it (the CTE and the recursion under it, under fresh names `tc__demand1`, ...), so
+`closure a JOIN closure b ... WHERE a.node = 1 AND b.reached = 7` runs one recursion forwards
+from 1 and one backwards from 7. If some read has no filter that can be pushed, it needs the
+whole recursion, which holds every other read's rows too: then nothing is pushed for that CTE.
+Each copy is a fixpoint of its own, so filters that keep most rows at both ends can compute more
+than the one whole recursion would; a point or a few values at each end (the common case) is far
+less.
 
 Not pushed, with the reason (for EXPLAIN): an aggregated column, a column some recursive branch
 computes, mutual or non-linear recursion, a recursion level limit, a CTE read more than once
-where some read is not filtered on a column the others are (it needs the whole recursion) or is
-not in the final query's FROM, an anchor whose column cannot be filtered before its SELECT's own
-work (aggregates, windows, LIMIT, `*`).
+where some read is not filtered (it needs the whole recursion) or is not in the final query's
+FROM, an anchor whose column cannot be filtered before its SELECT's own work (aggregates,
+windows, LIMIT, `*`).
 
-A column bound at the other end (`tc` filtered on Y) is evaluated backwards: see `_reverse`.
+A column bound at the other end (`tc` filtered on Y) is evaluated backwards: see
+`_reversed_closure`.
 
-A leaf but for branches' helpers."""
+A leaf but for branches' and scoping's helpers."""
 
 from __future__ import annotations
 
@@ -38,6 +49,7 @@ from recsql.parser.dialect import AggregateColumn
 from recsql.planner.branches import branches_of, has_modifiers
 from recsql.planner.doubling import has_clauses, single_equality
 from recsql.planner.names import is_cte_reference
+from recsql.planner.scoping import rename_reads
 
 CONSTANT_NODES = (exp.Literal, exp.Placeholder, exp.Neg, exp.Paren, exp.Cast, exp.DataType,
                   exp.Boolean, exp.Identifier, exp.Var)
@@ -46,6 +58,7 @@ CONSTANT_NODES = (exp.Literal, exp.Placeholder, exp.Neg, exp.Paren, exp.Cast, ex
 FILTERABLE_NODES = CONSTANT_NODES + (exp.Column, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod,
                                      exp.Concat, exp.DPipe, exp.Alias)
 MARK = "__recsql_demand__"
+COPY_OF = "demand_copy_of"  # a copy of the recursion for some reads: the CTE it copies, in its meta
 
 
 @dataclass
@@ -71,38 +84,150 @@ def push_demand(query: exp.Query) -> Demand:
             leaf.args.get("where") is not None for leaf in _leaves(query) or []):
         return Demand(query)
     query = query.copy()
-    leaves = _leaves(query) or []
-    ctes = {cte.alias.lower(): cte for cte in query.args["with_"].expressions}
+    notes: list[str] = []
+    for key in list(_final_reads(query)):
+        query = _push_reads(query, key, notes)
+    return Demand(query, notes)
+
+
+def _final_reads(query: exp.Query) -> dict[str, list[tuple[exp.Select, exp.Table]]]:
+    """The CTEs the final query reads in its FROMs and joins (by lower-case name), with each
+    read's SELECT and table, in the order written."""
+    ctes = _ctes(query)
     reads: dict[str, list[tuple[exp.Select, exp.Table]]] = {}
-    for leaf in leaves:
+    for leaf in _leaves(query) or []:
         for table in _sources(leaf):
             if isinstance(table, exp.Table) and is_cte_reference(table, ctes):
                 reads.setdefault(table.name.lower(), []).append((leaf, table))
-    notes: list[str] = []
-    for key, tables in reads.items():
-        filters = [_filters(leaf, table) for leaf, table in tables]
-        if len(tables) == 1:
-            wanted = [(name, templates, _show_all(templates, written))
-                      for name, (templates, written) in filters[0].items()]
-        else:
-            wanted = _either(filters)
-        if len(tables) > 1 and not wanted and any(filters):
-            shown = " AND ".join(_show_all(*f) for f in next(f for f in filters if f).values())
-            if _recursive(ctes, key):
-                notes.append(f"demand: not pushed {shown} into {tables[0][1].name}: "
-                             f"{tables[0][1].name} is read {len(tables)} times and not every read "
-                             "is filtered on one column (the other reads need the whole recursion)")
-            continue
-        for name, templates, shown in wanted:
+    return reads
+
+
+def _push_reads(query: exp.Query, key: str, notes: list[str]) -> exp.Query:
+    """`query` with the filters of the final query's reads of CTE `key` pushed into the recursion
+    under it, EXPLAIN's lines added to `notes`. Reads grouped by a column they all filter share
+    the recursion (the OR of their filters); each further group gets its own copy of it. If some
+    group has no filter that can be pushed, the statement stays as it was."""
+    trial = query.copy()
+    tables = _final_reads(trial)[key]
+    filters = [_filters(leaf, table) for leaf, table in tables]
+    name = tables[0][1].name
+    if not any(filters) or not _recursive(_ctes(trial), key):
+        return query
+    if not all(filters):
+        # A read without a filter needs the whole recursion, which holds every other read's rows
+        # too: a copy of the recursion per filtered read would only add fixpoints (each its own
+        # Spark jobs per iteration) to the one computed anyway, so no read gets one.
+        shown = " AND ".join(_show_all(*f) for f in next(f for f in filters if f).values())
+        notes.append(f"demand: not pushed {shown} into {name}: {name} is read {len(tables)} times "
+                     "and not every read is filtered (an unfiltered read needs the whole recursion)")
+        return query
+    groups = _groups(filters)
+    written = [table.alias if table.alias.lower() != name.lower() else "" for _, table in tables]
+    # the largest group keeps the recursion as written, the others read copies of it
+    targets = [key] + [_copy_chain(trial, key, [tables[i][1] for i in group]) for group in groups[1:]]
+    ctes = _ctes(trial)
+    outcomes: list[tuple[int, str, str | None, str]] = []  # group, filter, pushed into, why not
+    for number, (group, target) in enumerate(zip(groups, targets)):
+        for column, templates, shown in _either([filters[i] for i in group]):
             try:
-                target = _push(query, ctes, key, name, templates, len(tables))
-                reached = f" (for its {len(tables)} reads)" if len(tables) > 1 else ""
-                notes.append(f"demand: pushed {shown} into the base branches of {target}{reached}")
+                outcomes.append((number, shown, _push(trial, ctes, target, column, templates,
+                                                      len(group)), ""))
             except _NoRecursion:
                 pass
             except _NotPushed as reason:
-                notes.append(f"demand: not pushed {shown} into {tables[0][1].name}: {reason}")
-    return Demand(query, notes)
+                outcomes.append((number, shown, None, str(reason)))
+    failed = {n for n in range(len(groups)) if not any(o[0] == n and o[2] for o in outcomes)}
+    if failed and len(groups) > 1:
+        # a read with no filter pushed needs the whole recursion: as for an unfiltered read, the
+        # statement stays as written and no copy is run
+        targets = [key] * len(groups)
+        outcomes = sorted([o for o in outcomes if o[2] is None] + [
+            (n, _show_group(filters, group), None, f"another read of {name} has no filter that can "
+             "be pushed, so it needs the whole recursion")
+            for n, group in enumerate(groups) if n not in failed], key=lambda o: o[0])
+    for number, shown, into, why in outcomes:
+        group = groups[number]
+        which = _which(name, written, group, targets[number]) if len(groups) > 1 else ""
+        if into is None:
+            notes.append(f"demand: not pushed {shown} into {name}{which}: {why}")
+        else:
+            reached = f" (for its {len(group)} reads)" if len(groups) == 1 and len(group) > 1 else ""
+            notes.append(f"demand: pushed {shown} into the base branches of {into}{reached}{which}")
+    return query if failed and len(groups) > 1 else trial
+
+
+def _groups(filters: list[Filters]) -> list[list[int]]:
+    """The reads (their indexes) grouped by a column every read of the group filters, the column
+    filtered by the most reads first (ties: the first written), until every read has a group."""
+    left = list(range(len(filters)))
+    groups = []
+    while left:
+        columns = [column for i in left for column in filters[i]]
+        best = max(columns, key=columns.count)
+        groups.append([i for i in left if best in filters[i]])
+        left = [i for i in left if best not in filters[i]]
+    return groups
+
+
+def _which(name: str, written: list[str], group: list[int], target: str) -> str:
+    """For EXPLAIN: which reads of CTE `name` (numbered as written, with their aliases) a push is
+    for, and the copy of the recursion they read, if any."""
+    reads = ", ".join(str(i + 1) + (f" ({written[i]})" if written[i] else "") for i in group)
+    whose = "its" if len(group) == 1 else "their"
+    copy = f", on {whose} own copy {target}" if target != name.lower() else ""
+    return f" (for {name}'s read{'s' if len(group) > 1 else ''} {reads} of {len(written)}{copy})"
+
+
+def _show_group(filters: list[Filters], group: list[int]) -> str:
+    return " AND ".join(shown for _, _, shown in _either([filters[i] for i in group]))
+
+
+def _copy_chain(query: exp.Query, key: str, reads: list[exp.Table]) -> str:
+    """Copy CTE `key` and the recursion under it (each CTE it reads that is or reads a recursion;
+    plain CTEs are shared) under fresh names at the end of the WITH, and point `reads` at the
+    copy of `key`; its name, lower-case."""
+    ctes = _ctes(query)
+    chain = _chain(ctes, key)
+    used = set(ctes) | {c.alias.lower() for c in query.find_all(exp.CTE)} \
+        | {t.name.lower() for t in query.find_all(exp.Table)}
+    number = 1
+    while any(f"{k}__demand{number}" in used for k in chain):
+        number += 1
+    names = {k: f"{ctes[k].alias}__demand{number}" for k in chain}
+    copies = []
+    for cte in query.args["with_"].expressions:
+        if cte.alias.lower() in chain:
+            copy = cte.copy()
+            for old, new in names.items():
+                rename_reads(copy.this, old, new)
+            copy.args["alias"].set("this", exp.to_identifier(names[cte.alias.lower()]))
+            copy.meta[COPY_OF] = _named(cte)
+            copies.append(copy)
+    query.args["with_"].set("expressions", [*query.args["with_"].expressions, *copies])
+    for table in reads:
+        rename_reads(table, key, names[key])
+    return names[key].lower()
+
+
+def _chain(ctes: dict[str, exp.CTE], key: str) -> set[str]:
+    """`key` and the CTEs it reads, directly or not, that are or read a recursion."""
+    seen: set[str] = set()
+    todo = [key]
+    while todo:
+        name = todo.pop()
+        if name not in seen and _recursive(ctes, name):
+            seen.add(name)
+            todo += [t.name.lower() for t in _refs_any(ctes[name].this, ctes)]
+    return seen
+
+
+def _named(cte: exp.CTE) -> str:
+    """The CTE's name as the statement wrote it (a copy's original), for reasons not to push."""
+    return cte.meta.get(COPY_OF, cte.alias)
+
+
+def _ctes(query: exp.Query) -> dict[str, exp.CTE]:
+    return {cte.alias.lower(): cte for cte in query.args["with_"].expressions}
 
 
 def _leaves(query: exp.Query) -> list[exp.Select] | None:
@@ -168,10 +293,12 @@ def _push(query: exp.Query, ctes: dict[str, exp.CTE], key: str, column: str,
         raise _NotPushed("it is mutually recursive with another CTE (not handled)")
     reads = _reads(query, ctes, key)
     if reads != filtered_reads:
-        raise _NotPushed(f"{cte.alias} is read {reads} times in the statement")
+        others = reads - filtered_reads
+        raise _NotPushed(f"{_named(cte)} has {others} other read{'s' if others > 1 else ''} in the "
+                         f"statement, which need{'' if others > 1 else 's'} the whole recursion")
     columns = _columns(cte)
     if column not in columns:
-        raise _NotPushed(f"{cte.alias} has no column {column}")
+        raise _NotPushed(f"{_named(cte)} has no column {column}")
     index = columns.index(column)
     branches, _ = branches_of(cte.this)
     if not any(_refs(b, key) for b in branches):
@@ -211,7 +338,7 @@ def _anchors_if_carried(cte: exp.CTE, key: str, branches: list[exp.Query], name:
         if not refs:
             anchors.append((number, branch))
         elif len(refs) > 1:
-            raise _NotPushed(f"branch {number} reads {cte.alias} {len(refs)} times (non-linear "
+            raise _NotPushed(f"branch {number} reads {_named(cte)} {len(refs)} times (non-linear "
                              "recursion is not handled)")
         else:
             _check_carried(branch, number, refs[0], name, index)
@@ -290,11 +417,11 @@ def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -
     if not isinstance(body, exp.Select) or has_modifiers(body) or any(
             body.args.get(k) for k in ("group", "having", "joins", "qualify", "windows")) \
             or body.find(exp.AggFunc, exp.Window) is not None:
-        raise _NotPushed(f"{cte.alias} is not a plain projection of a recursive CTE")
+        raise _NotPushed(f"{_named(cte)} is not a plain projection of a recursive CTE")
     source = body.args.get("from_") or body.args.get("from")
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or not is_cte_reference(table, ctes):
-        raise _NotPushed(f"{cte.alias} is not a plain projection of a recursive CTE")
+        raise _NotPushed(f"{_named(cte)} is not a plain projection of a recursive CTE")
     inner_columns = _columns(ctes[table.name.lower()])
     if len(body.expressions) == 1 and isinstance(body.expressions[0], exp.Star):
         inner = inner_columns[index] if index < len(inner_columns) else None
@@ -303,7 +430,7 @@ def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -
         inner = expression.name.lower() if isinstance(expression, exp.Column) \
             and expression.table.lower() in ("", table.alias_or_name.lower()) else None
     if inner is None:
-        raise _NotPushed(f"{cte.alias}'s column is computed, not read from {table.name}")
+        raise _NotPushed(f"{_named(cte)}'s column is computed, not read from {table.alias_or_name}")
     return _push(query, ctes, table.name.lower(), inner, templates)
 
 

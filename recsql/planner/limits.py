@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from sqlglot import exp
 
-from recsql.planner.scoping import _inside, _is_named, _rename
+from recsql.planner.scoping import _inside, _is_named, rename_reads
 
 E = TypeVar("E", bound=exp.Expr)
 
@@ -104,7 +104,7 @@ def _rows(node: exp.Expr) -> int | None:
 
 def _add_copy(with_: exp.With, cte: exp.CTE, name: str) -> str:
     copy = cte.copy()
-    _rename(copy.this, cte.alias.lower(), name)
+    rename_reads(copy.this, cte.alias.lower(), name)
     copy.args["alias"].set("this", exp.to_identifier(name))
     copy.meta.update(cte.meta)
     with_.set("expressions", [*with_.expressions, copy])

@@ -65,7 +65,7 @@ def _resolve(inner: exp.With, fresh) -> list[exp.CTE]:
         name = cte.alias.lower()
         if _reads(cte.this, name):
             new_name = f"{cte.alias}__scope{next(fresh)}"
-            _rename(owner, name, new_name)
+            rename_reads(owner, name, new_name)
             alias = cte.args["alias"].copy()
             alias.set("this", exp.to_identifier(new_name))
             hoisted.append(exp.CTE(this=cte.this, alias=alias))
@@ -84,7 +84,9 @@ def _is_named(table: exp.Table, name: str) -> bool:
         and table.name.lower() == name
 
 
-def _rename(scope: exp.Expr, name: str, new_name: str) -> None:
+def rename_reads(scope: exp.Expr, name: str, new_name: str) -> None:
+    """Point every unqualified read of `name` in `scope` at `new_name`, keeping `name` as its
+    alias so that columns qualified with it still resolve."""
     for table in list(scope.find_all(exp.Table)):
         if _is_named(table, name):
             table.set("this", exp.to_identifier(new_name))

@@ -23,6 +23,7 @@ from recsql.parser import parse_statement
 from recsql.planner.catalog import Catalog, StoredView
 from recsql.planner.locate import locate
 from recsql.planner.names import TableName
+from recsql.planner.scoping import rename_reads
 
 POSITION_KEYS = ("line", "col", "start", "end")
 
@@ -103,7 +104,7 @@ def _definition_ctes(view: StoredView, name: str, catalog: Catalog, expansion: E
     if isinstance(with_, exp.With):
         for cte in with_.expressions:
             renamed = f"{name}__{cte.alias}"
-            _rename(body, cte.alias.lower(), renamed)
+            rename_reads(body, cte.alias.lower(), renamed)
             cte.args["alias"].set("this", exp.to_identifier(renamed))
             ctes.append(cte)
         body.set("with_", None)
@@ -124,17 +125,6 @@ def _parsed_definition(text: str) -> exp.Query | None:
         for key in POSITION_KEYS:
             node.meta.pop(key, None)
     return body
-
-
-def _rename(scope: exp.Expr, name: str, new_name: str) -> None:
-    """Point every unqualified read of `name` in `scope` at `new_name`, keeping `name` as its
-    alias so that columns qualified with it still resolve."""
-    for table in list(scope.find_all(exp.Table)):
-        if not table.args.get("db") and isinstance(table.this, exp.Identifier) \
-                and table.name.lower() == name:
-            table.set("this", exp.to_identifier(new_name))
-            if not table.args.get("alias"):
-                table.set("alias", exp.TableAlias(this=exp.to_identifier(name)))
 
 
 def _fresh(base: str, used: set[str]) -> str:

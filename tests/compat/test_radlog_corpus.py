@@ -362,3 +362,26 @@ def test_radlog_query_filtered(spark, corpus, qfile, table, csv, result, positio
         assert ("demand: pushed" in run.plan.demand[0]) == pushed, run.plan.demand
     finally:
         spark.catalog.dropTempView(table)
+
+
+def test_radlog_closure_read_at_both_ends(spark, corpus):
+    """RaDlog's left-linear closure, its final SELECT read twice (a UNION of one read filtered on
+    the source and one on the target): RaDlog's rows for either, the second read on its own copy
+    of the recursion, evaluated backwards."""
+    query, schemas = load_query(corpus / "queries" / "radlog_tc_ll.sql")
+    expected = expected_rows(corpus / "results" / "tc_ll_arc.csv")
+    source, target = expected[0][0], expected[-1][1]
+    statement = sqlglot.parse_one(query, read="rasql")
+    final = statement.copy()
+    final.set("with_", None)
+    union = exp.union(final.copy().where(f"A = {source}"), final.copy().where(f"B = {target}"))
+    union.set("with_", statement.args["with_"].copy())
+    register_csv(spark, "arc", schemas["arc"], corpus / "testdata" / "arc.csv")
+    try:
+        run = recsql.run(union.sql("rasql"), spark=spark)
+        compare(rows(run.df), [r for r in expected if r[0] == source or r[1] == target])
+        assert run.plan.demand[0].startswith(f"demand: pushed A = {source} into the base branches of tc")
+        assert run.plan.demand[1].startswith(f"demand: pushed B = {target} into the base branches of "
+                                             "tc__demand1, evaluated backwards")
+    finally:
+        spark.catalog.dropTempView("arc")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlglot import exp
 
+from recsql.errors import RecSQLAnalysisError
 from recsql.parser import parse_statement
 from recsql.planner import DictCatalog, GroupStep, plan_query, render_plan
 from recsql.planner.catalog import StoredView
@@ -87,10 +88,10 @@ def test_joined_final_query_pushes_only_the_ctes_own_conjuncts():
      "not carried unchanged"),
     ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION "
      "SELECT a.X, b.Y FROM tc a, tc b WHERE a.Y = b.X) SELECT * FROM tc WHERE X = 1", "non-linear"),
-    (TC + "SELECT * FROM tc WHERE X = 1 AND Y IN (SELECT X FROM tc)", "read 2 times"),
+    (TC + "SELECT * FROM tc WHERE X = 1 AND Y IN (SELECT X FROM tc)", "tc has 1 other read in the statement"),
     (TC + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = 1", "not every read is filtered"),
-    (TC + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = 1 AND b.Y = 2",
-     "not every read is filtered on one column"),
+    (TC + "SELECT X FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y = 2 UNION SELECT Y FROM tc",
+     "not every read is filtered"),
     (TC + "SELECT X FROM tc WHERE X = 1 UNION SELECT X FROM tc", "not every read is filtered"),
     (TC + "SELECT X FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y IN (SELECT 2)",
      "not every read is filtered"),
@@ -198,3 +199,120 @@ def test_a_view_read_twice_by_a_union_is_pushed_through_its_projection():
     assert anchors(p, "org_closure__tc") == ["Dst = 9 OR Dst IN (3, 4)"]
     assert p.demand[0].startswith("demand: pushed member = 9 OR member IN (3, 4) into the base "
                                   "branches of org_closure__tc, evaluated backwards")
+
+
+def steps_of(p) -> list[str]:
+    return [c.name for s in p.steps if isinstance(s, GroupStep) for c in s.ctes]
+
+
+CLOSURE = {"closure": StoredView("default.closure", TC + "SELECT X AS node, Y AS reached FROM tc",
+                                 ("node", "reached"))}
+
+
+@pytest.mark.parametrize("final, views, original, copy", [
+    # a self-join bound at both ends: forwards from 1 on the recursion as written, backwards
+    # from 7 on a copy of it
+    ("SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = 1 AND b.Y = 7", None, "tc", "tc__demand1"),
+    ("SELECT a.reached FROM closure a JOIN closure b ON a.reached = b.node "
+     "WHERE a.node = 1 AND b.reached = 7", CLOSURE, "closure__tc", "closure__tc__demand1"),
+    ("SELECT reached FROM closure WHERE node = 1 UNION SELECT node FROM closure WHERE reached = 7",
+     CLOSURE, "closure__tc", "closure__tc__demand1"),
+    ("SELECT Y FROM tc WHERE X = 1 INTERSECT SELECT X FROM tc WHERE Y = 7", None, "tc", "tc__demand1"),
+    ("SELECT reached FROM closure WHERE node = 1 EXCEPT SELECT node FROM closure WHERE reached = 7",
+     CLOSURE, "closure__tc", "closure__tc__demand1"),
+])
+def test_reads_filtered_on_different_columns_get_their_own_copies(final, views, original, copy):
+    p = plan((TC if views is None else "") + final, views)
+    assert steps_of(p) == [original, copy]
+    assert anchors(p, original) == ["Src = 1"] and anchors(p, copy) == ["Dst = 7"]
+    read = "closure" if views else "tc"
+    first, second = p.demand
+    assert first.startswith(f"demand: pushed {'node' if views else 'X'} = 1 into the base branches "
+                            f"of {original} (for {read}'s read 1")
+    assert second.startswith(f"demand: pushed {'reached' if views else 'Y'} = 7 into the base "
+                             f"branches of {copy}, evaluated backwards")
+    assert second.endswith(f"of 2, on its own copy {read}__demand1)")
+    assert first in render_plan(p) and second in render_plan(p)
+    # the final query is as written but for the second read's source; the copy is the
+    # recursion as written under new names
+    assert p.final.sql("rasql").count(f"rq_cte_{read}__demand1") == 1
+    off = plan((TC if views is None else "") + final, views, demand=False)
+    assert steps_of(off) == [original]
+
+
+def test_a_read_filtered_on_two_columns_shares_the_copy_of_one():
+    p = plan(TC + "SELECT Y FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y = 7 "
+             "UNION SELECT X FROM tc WHERE Y = 8 AND X < 3")
+    # X and Y are each filtered by two reads: the first written (X) keeps the recursion
+    assert anchors(p, "tc") == ["Src = 1 OR Src < 3"] and anchors(p, "tc__demand1") == ["Dst = 7"]
+    assert p.demand[0].startswith("demand: pushed X = 1 OR X < 3 into the base branches of tc "
+                                  "(for tc's reads 1, 3 of 3)")
+    assert p.demand[1].endswith("(for tc's read 2 of 3, on its own copy tc__demand1)")
+
+
+def test_three_bindings_three_recursions():
+    p = plan(TC + "SELECT a.X FROM tc a, tc b, tc c WHERE a.X = 1 AND b.Y = 2 AND c.X = 3 AND "
+             "a.Y = b.X AND b.Y = c.X")
+    assert steps_of(p) == ["tc", "tc__demand1"]  # a and c share the forward recursion
+    assert anchors(p, "tc") == ["Src = 1 OR Src = 3"] and anchors(p, "tc__demand1") == ["Dst = 2"]
+
+
+def test_a_copys_name_does_not_meet_the_users():
+    sql = ("WITH recursive tc__demand1 (X) AS (SELECT Src FROM edge), "
+           + TC.removeprefix("WITH recursive ")
+           + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X, tc__demand2 t WHERE a.X = 1 AND b.Y = 7 "
+           "AND t.Src = a.X")
+    p = plan(sql.replace(", tc__demand2 t", "").replace(" AND t.Src = a.X", ""))
+    assert anchors(p, "tc__demand2") == ["Dst = 7"]
+    with pytest.raises(RecSQLAnalysisError) as raised:  # a table of that name is read, not shadowed
+        plan(sql)
+    assert "TABLE_OR_VIEW_NOT_FOUND" in str(raised.value)
+    assert "tc__demand1" in str(raised.value) and "tc__demand3" not in str(raised.value)  # no copy
+    p = plan(sql, views={"tc__demand2": StoredView("default.tc__demand2", TC + "SELECT * FROM tc",
+                                                   ("Src", "Dst"))})
+    assert steps_of(p) == ["tc__demand2__tc", "tc", "tc__demand3"]
+
+
+ANOTHER = "another read of {} has no filter that can be pushed, so it needs the whole recursion"
+
+
+@pytest.mark.parametrize("sql, reasons", [
+    # the aggregated column cannot be pushed: that read needs the whole recursion
+    (APSP + "SELECT a.Dst FROM path a JOIN path b ON a.Dst = b.Dst WHERE a.Src = 1 AND b.Cost < 5",
+     ["not pushed Src = 1 into path (for path's read 1 (a) of 2): " + ANOTHER.format("path"),
+      "not pushed Cost < 5 into path (for path's read 2 (b) of 2): Cost is aggregated"]),
+    # a computed column is neither carried nor reversible
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION SELECT tc.X, edge.Dst + 0 FROM "
+     "tc, edge WHERE tc.Y = edge.Src) SELECT Y FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y = 2",
+     ["not pushed X = 1 into tc (for tc's read 1 of 2): " + ANOTHER.format("tc"),
+      "not pushed Y = 2 into tc (for tc's read 2 of 2): column y is not carried unchanged by "
+      "recursive branch 2 (it outputs edge.Dst + 0)"]),
+    # non-linear recursion
+    ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge UNION SELECT a.X, b.Y FROM tc a, tc b "
+     "WHERE a.Y = b.X) SELECT Y FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y = 2",
+     ["(for tc's read 1 of 2): branch 2 reads tc 2 times (non-linear recursion is not handled)",
+      "(for tc's read 2 of 2): branch 2 reads tc 2 times (non-linear recursion is not handled)"]),
+    # mutual recursion
+    ("WITH recursive a (X, Y) AS (SELECT Src, Dst FROM edge UNION SELECT b.X, edge.Dst FROM b, edge "
+     "WHERE b.Y = edge.Src), b (X, Y) AS (SELECT a.X, a.Y FROM a) "
+     "SELECT Y FROM a WHERE X = 1 UNION SELECT X FROM a WHERE Y = 2",
+     ["mutually recursive", "mutually recursive"]),
+    # a recursion level limit
+    ("WITH recursive tc (X, Y) MAX RECURSION LEVEL 50 AS (SELECT Src, Dst FROM edge UNION "
+     "SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) "
+     "SELECT Y FROM tc WHERE X = 1 UNION SELECT X FROM tc WHERE Y = 2",
+     ["recursion level limit", "recursion level limit"]),
+    # a read outside the final FROM needs the recursion as written
+    (TC + "SELECT a.Y FROM tc a JOIN tc b ON a.Y = b.X WHERE a.X = 1 AND b.Y = 2 "
+     "AND a.Y IN (SELECT X FROM tc)",
+     ["not pushed X = 1 into tc (for tc's read 1 (a) of 2): tc has 1 other read in the statement",
+      "not pushed Y = 2 into tc (for tc's read 2 (b) of 2): " + ANOTHER.format("tc")]),
+])
+def test_reads_on_different_columns_still_refused_where_unsound(sql, reasons):
+    p, off = plan(sql), plan(sql, demand=False)
+    assert steps_of(p) == steps_of(off)  # no copy is run
+    assert [anchors(p, n) for n in steps_of(p)] == [anchors(off, n) for n in steps_of(off)]
+    assert len(p.demand) == len(reasons)
+    for note, reason in zip(p.demand, reasons):
+        assert note.startswith("demand: not pushed") and reason in note, note
+        assert note in render_plan(p)
