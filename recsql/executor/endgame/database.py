@@ -69,15 +69,21 @@ class Database:
         `cursor`."""
         with self._lock:
             name = f"rq_base_{next(self._names)}"
-        target = _main(name)
-        select = exp.select("*").from_(exp.to_identifier(_ARROW_IN, quoted=True))
-        cursor.register(_ARROW_IN, table)
-        try:
-            cursor.execute(exp.Create(this=target, kind="TABLE", expression=select)
-                           .sql("duckdb", identify=True))
-        finally:
-            cursor.unregister(_ARROW_IN)
+        load_arrow(cursor, _main(name), table)
         return BaseCopy(self, name, table.num_rows, table.nbytes)
+
+
+def load_arrow(cursor: Any, target: exp.Table, table: Any, temporary: bool = False) -> None:
+    """The Arrow `table` copied into the DuckDB table `target` (a temporary one: in the cursor's
+    own schema), on the statement's `cursor`."""
+    properties = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
+    select = exp.select("*").from_(exp.to_identifier(_ARROW_IN, quoted=True))
+    cursor.register(_ARROW_IN, table)
+    try:
+        cursor.execute(exp.Create(this=target, kind="TABLE", properties=properties,
+                                  expression=select).sql("duckdb", identify=True))
+    finally:
+        cursor.unregister(_ARROW_IN)
 
 
 @dataclass(eq=False)

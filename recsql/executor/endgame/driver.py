@@ -53,7 +53,6 @@ log = logging.getLogger(__name__)
 # slows down instead of taking the process's memory.
 DUCKDB_MIN_MEMORY = 256 << 20
 MAX_ATTEMPTS = 3  # driver attempts per run that outgrew the budget before the endgame gives up
-_ARROW_IN = "rq_arrow_in"  # the name a pulled Arrow table is registered under while loaded
 
 
 class Driver:
@@ -206,15 +205,10 @@ class _Driver:
         if rows == 0:
             from pyspark.sql.pandas.types import to_arrow_schema  # as toArrow types the columns
 
-            self.load_arrow(name, to_arrow_schema(df.schema, timezone="UTC").empty_table())
+            table = to_arrow_schema(df.schema, timezone="UTC").empty_table()
         else:
-            self.load_arrow(name, self.to_arrow(name, df))
-
-    def load_arrow(self, name: str, table: Any) -> None:
-        self.con.register(_ARROW_IN, table)
-        self.sql(exp.Create(this=_table(name), kind="TABLE", properties=_temporary(),
-                            expression=exp.select("*").from_(_table(_ARROW_IN))))
-        self.con.unregister(_ARROW_IN)
+            table = self.to_arrow(name, df)
+        database.load_arrow(self.con, _table(name), table, temporary=True)
 
     def pull(self) -> None:
         run = self.run_
