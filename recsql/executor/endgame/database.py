@@ -76,7 +76,7 @@ class Database:
 def load_arrow(cursor: Any, target: exp.Table, table: Any, temporary: bool = False) -> None:
     """The Arrow `table` copied into the DuckDB table `target` (a temporary one: in the cursor's
     own schema), on the statement's `cursor`."""
-    properties = exp.Properties(expressions=[exp.TemporaryProperty()]) if temporary else None
+    properties = own() if temporary else None
     select = exp.select("*").from_(exp.to_identifier(_ARROW_IN, quoted=True))
     cursor.register(_ARROW_IN, table)
     try:
@@ -115,6 +115,12 @@ def of(spark: SparkSession) -> Database:
         if database is None:
             database = _DATABASES[spark] = Database()
         return database
+
+
+def own() -> exp.Properties:
+    """`TEMPORARY`: a table or view of the statement's own, in its cursor's temporary schema,
+    which statements run side by side on the session's database do not share."""
+    return exp.Properties(expressions=[exp.TemporaryProperty()])
 
 
 def _main(name: str) -> exp.Table:

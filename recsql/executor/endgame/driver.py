@@ -220,7 +220,7 @@ class _Driver:
                 table = self.pull_relation(key, name, df)
             self.info.pulled[name] = table  # kept for a retry after an over-budget attempt
             if isinstance(table, BaseCopy):
-                self.sql(exp.Create(this=_table(name), kind="VIEW", properties=_temporary(),
+                self.sql(exp.Create(this=_table(name), kind="VIEW", properties=database.own(),
                                     expression=table.source()))
             else:
                 self.con.register(name, table)  # scanned in place: no copy
@@ -331,7 +331,7 @@ class _Driver:
                 statement = merge.reading(union, new)
             else:
                 statement = exp.Create(this=_table(new), kind="TABLE", replace=True,
-                                       properties=_temporary(), expression=union).sql("duckdb", identify=True)
+                                       properties=database.own(), expression=union).sql("duckdb", identify=True)
             self.statements[(cte.key, rules)] = statement
         if len(self.run_.group.ctes) == 1:
             return statement
@@ -401,11 +401,6 @@ class _Driver:
         rel = self.con.sql(select.sql("duckdb", identify=True))
         fetch = getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table  # duckdb 2 / 1.x
         return fetch()
-
-
-def _temporary() -> exp.Properties:
-    """A table of the statement's own (its cursor's temporary schema)."""
-    return exp.Properties(expressions=[exp.TemporaryProperty()])
 
 
 def _table(name: str) -> exp.Table:

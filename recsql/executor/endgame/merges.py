@@ -15,6 +15,7 @@ from pyspark.sql.types import DoubleType, FloatType
 from sqlglot import exp
 
 from recsql.executor.driver_sql import Untranslatable
+from recsql.executor.endgame.database import own
 from recsql.executor.endgame.translate import duck_type
 from recsql.executor.state import (
     BEST,
@@ -229,10 +230,8 @@ def _replace_groups(all_: str, delta: str, key: list[str]) -> list[exp.Expr]:
 
 
 def _create(name: str, select: exp.Query) -> exp.Create:
-    """A table of the statement's own: in its cursor's temporary schema, which statements run
-    side by side on the session's database do not share (database.py)."""
-    properties = exp.Properties(expressions=[exp.TemporaryProperty()])
-    return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=properties,
+    """A table of the statement's own (database.own)."""
+    return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=own(),
                       expression=select)
 
 
