@@ -49,14 +49,17 @@ class SparkCatalog:
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
-        # a table's columns, read once per planning (the planner asks for a base table's up to
-        # three times, three Py4J round trips each)
+        # What one statement asked, answered once: the view expansion and the planner ask about
+        # the same tables (a base table's columns up to three times, each a Spark analysis), and
+        # nothing the statement does changes the catalog before it has been planned.
         self._columns: dict[TableName, list[str] | None] = {}
+        self._views: dict[TableName, StoredView | None] = {}
+        self._frames: dict[str, DataFrame] = {}
 
     def columns(self, table: TableName) -> list[str] | None:
         if table not in self._columns:
             try:  # quoted part by part, `spark.table` resolves the name exactly as the SQL does
-                self._columns[table] = self.spark.table(table.sql).columns
+                self._columns[table] = self._frame(table.sql).columns
             except AnalysisException:
                 self._columns[table] = None
         found = self._columns[table]
@@ -73,7 +76,16 @@ class SparkCatalog:
             return []
 
     def recursive_view(self, table: TableName) -> StoredView | None:
-        return views.stored_view(self.spark, table.sql)
+        if table not in self._views:
+            self._views[table] = views.stored_view(self.spark, table.sql, self._frame)
+        return self._views[table]
+
+    def _frame(self, name: str) -> DataFrame:
+        """`spark.table(name)`, analysed once: a temporary view's schema tells whether it is a
+        recursive view, and is then also the columns the planner asks for."""
+        if name not in self._frames:
+            self._frames[name] = self.spark.table(name)
+        return self._frames[name]
 
 
 @dataclass
@@ -89,12 +101,17 @@ class Runner:
 
     def plan(self, query: exp.Query, sql: str) -> QueryPlan | None:
         with quiet_pyspark_error_logs():
-            return plan_query(query, sql, SparkCatalog(self.spark), demand=self.settings.demand_enabled)
+            return plan_query(query, sql, self.catalog, demand=self.settings.demand_enabled)
 
     def expand(self, query: exp.Query, sql: str) -> Expansion:
         """`query` with the recursive views it reads expanded into CTEs."""
         with quiet_pyspark_error_logs():
-            return expand_views(query, SparkCatalog(self.spark), sql)
+            return expand_views(query, self.catalog, sql)
+
+    @cached_property
+    def catalog(self) -> SparkCatalog:
+        """The catalog as this statement plans against it (a runner runs one statement)."""
+        return SparkCatalog(self.spark)
 
     def execute(self, plan: QueryPlan) -> Result:
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
@@ -289,9 +306,8 @@ def run_statement(runner: Runner, statement: Statement, passthrough: Callable[[]
         if plan is None:
             return Result(df=passthrough(), kind="command")
         target = _target(node)
-        catalog = SparkCatalog(runner.spark)
-        if catalog.columns(TableName.of(target)) is None:  # before the fixpoint, as Spark would
-            raise table_not_found(target, statement.text, catalog)
+        if runner.catalog.columns(TableName.of(target)) is None:  # before the fixpoint, as Spark would
+            raise table_not_found(target, statement.text, runner.catalog)
         result = runner.execute(plan)
         overwrite = bool(node.args.get("overwrite"))
         with _writing(target, statement.text):

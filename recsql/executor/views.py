@@ -18,6 +18,8 @@ metadata) is not taken for it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -45,14 +47,16 @@ def message(name: str) -> str:
             "recsql serve)")
 
 
-def stored_view(spark: SparkSession, name: str) -> StoredView | None:
-    """The recursive view `name` resolves to in `spark`'s catalog, or None."""
+def stored_view(spark: SparkSession, name: str,
+                table_of: Callable[[str], DataFrame] | None = None) -> StoredView | None:
+    """The recursive view `name` resolves to in `spark`'s catalog, or None. `table_of`: how to
+    read a table by name (default `spark.table`; a caller that reads it again passes a memo)."""
     try:
         table = spark.catalog.getTable(name)
     except AnalysisException:  # not found, or not a name Spark parses
         return None
     if table.isTemporary:
-        fields = spark.table(name).schema.fields
+        fields = (table_of or spark.table)(name).schema.fields
         meta = fields[0].metadata if fields else {}
         if meta.get(VIEW, "").lower() != table.name.lower() or DEFINITION not in meta:
             return None
