@@ -21,7 +21,13 @@ from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
 from recsql.executor.recovery import Recovery
 from recsql.executor.session import cancellable, overridden_conf
-from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render, run_sql
+from recsql.executor.spark_sql import (
+    as_dataframe_calls,
+    from_spark_error,
+    quiet_pyspark_error_logs,
+    render,
+    run_sql,
+)
 from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
@@ -183,6 +189,10 @@ class Runner:
 
     def sql(self, node: exp.Expr, env: dict[str, DataFrame], user_sql: str) -> DataFrame:
         used = {k: v for k, v in env.items() if _binds(node, k)}
+        if not self.args:
+            calls = as_dataframe_calls(node, used)
+            if calls is not None:
+                return calls
         return run_sql(self.spark, render(node, escape_braces=bool(used)), used, self.args, user_sql, node)
 
     @cached_property
