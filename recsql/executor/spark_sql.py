@@ -118,7 +118,8 @@ def _select_calls(node: exp.Expr, bindings: dict[str, DataFrame], outermost: boo
         return None
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Placeholder):
         df = bindings.get(source.this.name)
-    elif isinstance(source, exp.Subquery):
+    elif isinstance(source, exp.Subquery) and source.alias:
+        # unnamed, Spark names it itself, which hides the names inside from the query around it
         df = _select_calls(source.this, bindings, outermost=False)
     else:
         return None
