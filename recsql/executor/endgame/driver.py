@@ -136,9 +136,10 @@ class _Driver:
         # Spark continues), rather than the process running out of memory; the limit is set
         # again once the relations are pulled (`duckdb_limit`)
         limit = self.duckdb_limit()
-        self.set("memory_limit", f"{limit}b")
+        self.database.limit_memory(self.con, limit)
         self.over_budget = False
         self.names: dict[str, dict[str, str]] = {}  # cte key -> role -> DuckDB table
+        self.sources: dict[tuple, exp.Table] = {}  # relation key -> the DuckDB table it is read as
         self.totals: dict[str, int] = {}
         self.deltas: dict[str, int] = {}
         self.branch_sql: dict[tuple[str, int], BranchSQL] = {}  # (cte key, branch index) ->
@@ -151,8 +152,8 @@ class _Driver:
             for f in run.states[cte.key].schema.fields:
                 duck_type(f.dataType)
         self.pull()
-        if self.duckdb_limit() != limit:  # a relation registered as Arrow (a `SET` costs 1-2 ms)
-            self.set("memory_limit", f"{self.duckdb_limit()}b")
+        if self.duckdb_limit() != limit:  # a relation registered as Arrow
+            self.database.limit_memory(self.con, self.duckdb_limit())
         self.pull_seconds = time.perf_counter() - self.started
 
     def duckdb_limit(self) -> int:
@@ -167,10 +168,6 @@ class _Driver:
             self.con.close()
         except duckdb.Error as error:  # the attempt's outcome stands; the connection is dropped
             log.debug("endgame: closing DuckDB: %s", error)
-
-    def set(self, option: str, value: str) -> None:
-        self.sql(exp.Set(expressions=[exp.SetItem(this=exp.EQ(
-            this=exp.column(option), expression=exp.Literal.string(value)))]))
 
     def sql(self, statement: exp.Expr | str) -> list[tuple]:
         text = statement if isinstance(statement, str) else statement.sql("duckdb", identify=True)
@@ -224,10 +221,10 @@ class _Driver:
                 table = self.pull_relation(key, name, df)
             self.info.pulled[name] = table  # kept for a retry after an over-budget attempt
             if isinstance(table, BaseCopy):
-                self.sql(exp.Create(this=_table(name), kind="VIEW", properties=database.own(),
-                                    expression=table.source()))
+                self.sources[key] = table.table()
             else:
                 self.con.register(name, table)  # scanned in place: no copy
+                self.sources[key] = _table(name)
         for i, cte in enumerate(run.group.ctes):
             state = run.states[cte.key]
             names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new"}
@@ -242,10 +239,10 @@ class _Driver:
         for cte in run.group.ctes:
             for branch in cte.recursive_branches:
                 self.branch_sql[(cte.key, branch.index)] = prepare(
-                    self.con, run, cte, branch, self.info.relations, self.names)
+                    self.con, run, cte, branch, self.sources, self.names)
             if self.from_start:
                 self.base_sql[cte.key] = [
-                    prepare(self.con, run, cte, branch, self.info.relations, self.names).variants[0][1]
+                    prepare(self.con, run, cte, branch, self.sources, self.names).variants[0][1]
                     for branch in cte.base_branches]
             if cte.summing:
                 recode_contributors(self.con, cte, self.names[cte.key]["contrib"], {
