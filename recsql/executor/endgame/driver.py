@@ -35,7 +35,7 @@ from recsql.executor.endgame.decide import (
     relations,
     row_bytes,
 )
-from recsql.executor.endgame.merges import Merge, merge_for
+from recsql.executor.endgame.merges import Merge, Rounds, merge_for, rounds_for
 from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
 from recsql.executor.loop import Loop
 from recsql.executor.state import ContributorState, RelationState
@@ -145,6 +145,9 @@ class _Driver:
         self.branch_sql: dict[tuple[str, int], BranchSQL] = {}  # (cte key, branch index) ->
         self.base_sql: dict[str, list[exp.Query]] = {}  # cte key -> its base branches (from start)
         self.merges: dict[str, Merge] = {}  # cte key -> its merge
+        # cte key -> its one-statement iterations, where its rows are kept by round (merges.py)
+        self.rounds: dict[str, Rounds] = {}
+        self.round = -1  # the round of the current delta (the base step makes round 0)
         # (cte key, live rules) -> the merge's first statement reading those rules' candidates
         self.statements: dict[tuple[str, tuple], str] = {}
         self.row_bytes = {cte.key: row_bytes(run.states[cte.key].schema) for cte in run.group.ctes}
@@ -227,10 +230,17 @@ class _Driver:
                 self.sources[key] = _table(name)
         for i, cte in enumerate(run.group.ctes):
             state = run.states[cte.key]
-            names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new"}
+            names = {"all": f"rq_s{i}_all", "delta": f"rq_s{i}_delta", "new": f"rq_s{i}_new",
+                     "rounds": f"rq_s{i}_rounds"}
             self.names[cte.key] = names
-            self.load(names["all"], state.all, state.total_rows, state.schema)
-            self.load(names["delta"], state.delta, state.delta_rows, state.schema)
+            rounds = rounds_for(state, names) if self.from_start and len(run.group.ctes) == 1 else None
+            if rounds is not None:
+                self.rounds[cte.key] = rounds
+                for statement in rounds.tables():
+                    self.sql(statement)
+            else:
+                self.load(names["all"], state.all, state.total_rows, state.schema)
+                self.load(names["delta"], state.delta, state.delta_rows, state.schema)
             self.totals[cte.key] = state.total_rows
             self.deltas[cte.key] = state.delta_rows
             if isinstance(state, ContributorState):
@@ -248,7 +258,8 @@ class _Driver:
                 recode_contributors(self.con, cte, self.names[cte.key]["contrib"], {
                     b.index: self.branch_sql[(cte.key, b.index)].contributor_types
                     for b in cte.recursive_branches})
-            self.merges[cte.key] = merge_for(run.states[cte.key], cte, self.names[cte.key])
+            if cte.key not in self.rounds:
+                self.merges[cte.key] = merge_for(run.states[cte.key], cte, self.names[cte.key])
 
     # -- the loop
 
@@ -320,16 +331,18 @@ class _Driver:
     def start(self, cte: CTEPlan, rules: Any, parts: Callable[[], list[exp.Query]]) -> str:
         """The statement that starts the CTE's merge of the union of the candidate queries
         `parts()` (rendered once per set of `rules`, not once per iteration). A CTE alone in its
-        group: the merge's first statement reading them in place. In a mutual recursion every
+        group: the merge's first statement reading them in place (the whole merge, where its rows
+        are kept by round: `merges.Rounds`). In a mutual recursion every
         CTE's candidates read the previous iteration's deltas, which the merges replace, so they
         are made into the `new` tables first (here) and the merge starts as written."""
         statement = self.statements.get((cte.key, rules))
         if statement is None:
             union = functools.reduce(lambda a, b: exp.union(a, b, distinct=False), parts())
             new = self.names[cte.key]["new"]
-            merge = self.merges[cte.key]
-            if len(self.run_.group.ctes) == 1:
-                statement = merge.reading(union, new)
+            if cte.key in self.rounds:
+                statement = self.rounds[cte.key].step(union)
+            elif len(self.run_.group.ctes) == 1:
+                statement = self.merges[cte.key].reading(union, new)
             else:
                 statement = exp.Create(this=_table(new), kind="TABLE", replace=True,
                                        properties=database.own(), expression=union).sql("duckdb", identify=True)
@@ -340,12 +353,20 @@ class _Driver:
         return self.merges[cte.key].statements[0]
 
     def no_change(self, cte: CTEPlan) -> None:
-        self.sql(exp.Delete(this=_table(self.names[cte.key]["delta"])))
+        if cte.key in self.rounds:
+            self.round += 1  # a round without rows
+        else:
+            self.sql(exp.Delete(this=_table(self.names[cte.key]["delta"])))
         self.deltas[cte.key] = 0
 
     def merge(self, cte: CTEPlan, first: str) -> None:
         """Fold the candidates into the state: the merge's statements, `first` in place of the
         first (it reads the candidates)."""
+        if cte.key in self.rounds:  # one statement, reading the delta's round
+            self.deltas[cte.key] = self.con.execute(first, [self.round]).fetchall()[0][0]
+            self.totals[cte.key] += self.deltas[cte.key]
+            self.round += 1
+            return
         merge = self.merges[cte.key]
         statements = [first, *merge.statements[1:]]
         for statement in statements[:-1]:
@@ -381,6 +402,8 @@ class _Driver:
         for cte in run.group.ctes:
             state = run.states[cte.key]
             names = self.names[cte.key]
+            if cte.key in self.rounds:
+                self.sql(self.rounds[cte.key].delta(self.round))
             with spark_job(cte, last_iteration(run)):
                 all_df = self.placed(state, names["all"], state.schema)
                 delta = self.placed(state, names["delta"], state.schema)
