@@ -120,25 +120,31 @@ class Rounds:
     def step(self, candidates: exp.Query) -> str:
         """The INSERT of `candidates`' new rows into `rounds` at the next round, their references
         to the delta table reading the rows of the parameter's round instead."""
+        # built in place (copy=False): sqlglot's builders copy the tree at every call otherwise,
+        # which was most of the time this took
         candidates = candidates.copy()
         for table in list(candidates.find_all(exp.Table)):
             if table.name == self.names["delta"] and not table.db:
                 alias = table.alias or self.names["delta"]
-                table.replace(self._columns(_LAST_ROUND.copy()).subquery(exp.to_identifier(alias, quoted=True)))
+                table.replace(self._columns(_LAST_ROUND.copy()).subquery(
+                    exp.to_identifier(alias, quoted=True), copy=False))
         next_round = exp.alias_(exp.Add(this=_LAST_ROUND.copy(), expression=exp.Literal.number(1)), ROUND)
         fresh = exp.select(*[_col(c, "n") for c in self.state.columns], next_round).from_(
-            exp.alias_(_table(self.names["new"]), "n", table=True))
+            exp.alias_(_table(self.names["new"]), "n", table=True), copy=False)
         if self.distinct:
-            fresh = fresh.distinct().join(exp.alias_(_table(self.names["rounds"]), "a", table=True),
-                                          on=_match("n", "a", self.state.columns), join_type="anti")
-        fresh = fresh.with_(exp.to_identifier(self.names["new"], quoted=True), as_=candidates)
+            fresh = fresh.distinct(copy=False).join(
+                exp.alias_(_table(self.names["rounds"]), "a", table=True),
+                on=_match("n", "a", self.state.columns), join_type="anti", copy=False)
+        fresh = fresh.with_(exp.to_identifier(self.names["new"], quoted=True), as_=candidates, copy=False)
         target = exp.Schema(this=_table(self.names["rounds"]), expressions=[
             exp.to_identifier(c, quoted=True) for c in [*self.state.columns, ROUND]])
         return exp.Insert(this=target, expression=fresh).sql("duckdb", identify=True)
 
     def _columns(self, round_: exp.Expr | None) -> exp.Select:
-        select = exp.select(*[_col(c) for c in self.state.columns]).from_(_table(self.names["rounds"]))
-        return select if round_ is None else select.where(exp.EQ(this=_col(ROUND), expression=round_))
+        select = exp.select(*[_col(c) for c in self.state.columns]).from_(
+            _table(self.names["rounds"]), copy=False)
+        return select if round_ is None else select.where(
+            exp.EQ(this=_col(ROUND), expression=round_), copy=False)
 
 
 def rounds_for(state: RelationState, names: Names) -> Rounds | None:
