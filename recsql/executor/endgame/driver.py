@@ -122,7 +122,9 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
 
 class _Driver:
     """One attempt: a DuckDB connection holding the group's states (per CTE: `all`, `delta`,
-    the iteration's `new` candidates, a sum/count head's `contrib`) and the relations."""
+    the iteration's `new` candidates, a sum/count head's `contrib`; or, for a lone set or bag
+    CTE run from the start, its rows by round in `rounds`, with `all` a view of them) and the
+    relations."""
 
     def __init__(self, run: Loop, info: RunInfo, from_start: bool) -> None:
         self.run_ = run
