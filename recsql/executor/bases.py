@@ -69,7 +69,7 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
     """`table` hash-partitioned by `columns` into the statement's partitions: a copy kept from an
     earlier statement if its input is unchanged, else the one `build` materializes from the
     repartitioned table, kept for later statements where that is safe."""
-    plan = ctx.spark.table(table.sql).repartition(ctx.partitions, *columns)
+    plan = table_df(ctx, table).repartition(ctx.partitions, *columns)
     if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
         return build(plan)
     # the heavy-key watch observes a copy's top keys only when it is on
@@ -98,7 +98,17 @@ def _driver_copy(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any
     slot = ("pulled", _scope(ctx), table.key)
     if slot in ctx.current:
         return ctx.current[slot]
-    return _kept(ctx, slot, table, ctx.spark.table(table.sql), pull)
+    return _kept(ctx, slot, table, table_df(ctx, table), pull)
+
+
+def table_df(ctx: Context, table: TableName) -> DataFrame:
+    """`table` as Spark reads it this statement, made once: every `spark.table` analyses the
+    table again (a Py4J round trip of 1-5 ms), and the identity check, the kept copy's plan
+    comparison and the relation the endgame pulls all read the same table."""
+    df = ctx.tables.get(table)
+    if df is None:
+        df = ctx.tables[table] = ctx.spark.table(table.sql)
+    return df
 
 
 def scope(spark: SparkSession) -> tuple[str, str]:
@@ -156,7 +166,7 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
     cannot be told apart cheaply (uncached without local files, such as a JDBC source: never
     kept) or whose rows cannot be hashed (a map column)."""
     if table not in ctx.identities:
-        df = ctx.spark.table(table.sql)
+        df = table_df(ctx, table)
         found, local = file_identity(df)
         files: list[tuple[Any, ...]] | None = found
         if not local and not ctx.spark.catalog.isCached(table.sql):

@@ -49,6 +49,8 @@ class Context:
     recovery: Any = None
     # table -> what identifies its rows this statement (bases.py), computed once
     identities: dict[TableName, Any] = field(default_factory=dict)
+    # table -> its `spark.table` DataFrame (bases.table_df), made once
+    tables: dict[TableName, DataFrame] = field(default_factory=dict)
     scope: tuple[str, str] | None = None  # the current catalog and schema (bases.py), read once
     # kept copy slot -> the copy, found current (or made) this statement (bases.py), checked once
     current: dict[tuple, Any] = field(default_factory=dict)

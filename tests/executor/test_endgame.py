@@ -13,6 +13,7 @@ from conftest import approx_rows, rows
 
 import recsql
 from recsql.errors import RecSQLError
+from recsql.executor.endgame import database
 from recsql.executor.endgame.decide import held_bytes
 
 # the whole tail on the driver
@@ -458,3 +459,20 @@ def test_sum_count_head_keeps_the_base_step_on_spark(spark, view):
     assert rows(result.df) == sorted(count_paths(DAG, 1).items())
     assert places(result.stats)[0] == (0, "spark")
     assert_driver_tail(result)
+
+
+def test_duckdb_memory_limit_stays_within_a_sixteenth_below_each_statements():
+    # the limit a statement asks for moves with the memory available; DuckDB's limit in force
+    # is never above it, nor more than a sixteenth below it (DuckDB reports it to 0.1 GiB)
+    db = database.Database()
+    cursor = db.cursor()
+    units = {"MiB": 1 << 20, "GiB": 1 << 30}
+    gib = 1 << 30
+    try:
+        for asked in [8 * gib, 8 * gib - (40 << 20), 6 * gib, int(6.1 * gib), 7 * gib, 9 * gib, 256 << 20]:
+            db.limit_memory(cursor, asked)
+            number, unit = cursor.execute("SELECT current_setting('memory_limit')").fetchall()[0][0].split()
+            in_force = float(number) * units[unit]
+            assert asked * 15 / 16 - 0.05 * gib <= in_force <= asked + 0.05 * gib, (asked, in_force)
+    finally:
+        cursor.close()

@@ -19,7 +19,8 @@ so the copy keeps the pulled order (and one copy serves every join column).
 
 The connection's settings are the database's (DuckDB's `disabled_optimizers`, `memory_limit` and
 `temp_directory` are global): the optimizers and the spill directory are set once, the memory
-limit by each statement before it runs (two statements at once share the last one set).
+limit by a statement before it runs where the one in force is not about its own (two
+statements at once share the last one set; `Database.limit_memory`).
 """
 
 from __future__ import annotations
@@ -58,11 +59,25 @@ class Database:
         self.con.execute(_set("temp_directory", self.spill.name))
         self._names = itertools.count()
         self._lock = threading.Lock()
+        self._memory_limit: int | None = None  # bytes, as last set
         weakref.finalize(self, _close, self.con, self.spill).atexit = False
 
     def cursor(self) -> Any:
         """A statement's own connection to the database."""
         return self.con.cursor()
+
+    def limit_memory(self, cursor: Any, limit: int) -> None:
+        """DuckDB's memory limit at most `limit` bytes and within a sixteenth of it: the one in
+        force if it is, else a thirty-second below `limit`, set on `cursor`. The limit follows
+        the memory available, which moves by some megabytes between statements (a warm demand
+        statement's limit fell by 10-80 MB each time), and a `SET` is one more statement
+        (0.8-4.5 ms in a warm statement); the margin lets such moves keep the limit in force."""
+        with self._lock:
+            if self._memory_limit is not None and limit - limit // 16 <= self._memory_limit <= limit:
+                return
+            value = limit - limit // 32
+            cursor.execute(_set("memory_limit", f"{value}b"))
+            self._memory_limit = value
 
     def base_copy(self, cursor: Any, table: Any) -> BaseCopy:
         """The Arrow `table` as a native table of the database, made on the statement's
@@ -99,9 +114,11 @@ class BaseCopy:
     def __post_init__(self) -> None:
         weakref.finalize(self, _drop, self.database.con, self.name).atexit = False
 
-    def source(self) -> exp.Select:
-        """The query a statement reads the copy through."""
-        return exp.select("*").from_(_main(self.name))
+    def table(self) -> exp.Table:
+        """The table a statement reads the copy as (`main.<name>`, not a view of the statement's
+        own over it: a view is one more statement to make and is bound again with every
+        statement that reads it)."""
+        return _main(self.name)
 
 
 _DATABASES: weakref.WeakKeyDictionary[SparkSession, Database] = weakref.WeakKeyDictionary()

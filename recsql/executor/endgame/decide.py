@@ -300,4 +300,4 @@ def _relation_df(run: Loop, key: tuple) -> DataFrame:
     # pre-partitioned and cached reads fastest; pre-partitioning one it never joined would
     # cost a shuffle and a cache for nothing.
     partitioned = next((b.df for (table, _), b in run.ctx.bases.items() if table == name.key), None)
-    return partitioned if partitioned is not None else run.ctx.spark.table(name.sql)
+    return partitioned if partitioned is not None else bases.table_df(run.ctx, name)

@@ -57,12 +57,12 @@ class BranchSQL:
     contributor_types: tuple[str, ...]
 
 
-def prepare(con: Any, run: Loop, cte: CTEPlan, branch: Branch,
-            relations: dict[tuple, tuple[str, DataFrame]],
+def prepare(con: Any, run: Loop, cte: CTEPlan, branch: Branch, sources: dict[tuple, exp.Table],
             names: dict[str, dict[str, str]]) -> BranchSQL:
-    """The branch as DuckDB SQL: its relations renamed to the loaded tables, its parameters
-    inlined, Spark's semantics spelled out, and each variant's references bound to the delta or
-    the whole of the CTEs they read (`names`: CTE key -> role -> DuckDB table)."""
+    """The branch as DuckDB SQL: its relations renamed to the DuckDB tables they were loaded as
+    (`sources`: relation key -> table), its parameters inlined, Spark's semantics spelled out,
+    and each variant's references bound to the delta or the whole of the CTEs they read
+    (`names`: CTE key -> role -> DuckDB table)."""
     select = branch.select.copy()
     if not isinstance(select, exp.Select):  # `applies` lets only plain SELECTs through
         raise Untranslatable(f"a {type(select).__name__} branch")
@@ -71,10 +71,11 @@ def prepare(con: Any, run: Loop, cte: CTEPlan, branch: Branch,
         for i, expr in enumerate(branch.contributor):
             select = select.select(exp.alias_(expr.copy(), f"__rq_k{i}", quoted=True), copy=False)
     for key, table in branch_relations(run.ctx.env, branch, select):
-        _rename(table, relations[key][0], table.alias_or_name)
+        _rename(table, sources[key], table.alias_or_name)
     for table in list(select.find_all(exp.Table)):  # references: bound per variant
         if isinstance(table.this, exp.Placeholder):
-            _rename(table, _BIND + table.this.name, table.alias)
+            _rename(table, exp.Table(this=exp.to_identifier(_BIND + table.this.name, quoted=True)),
+                    table.alias)
     _inline_parameters(select, run.ctx.args or {})
     check_forms(select)
     strict_casts(select)
@@ -215,11 +216,10 @@ def branch_relations(env: dict[str, DataFrame], branch: Branch,
             raise Untranslatable(f"relation {table.sql('rasql')}")
 
 
-def _rename(table: exp.Table, name: str, alias: str) -> None:
-    table.replace(exp.Table(
-        this=exp.to_identifier(name, quoted=True),
-        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
-    ))
+def _rename(table: exp.Table, source: exp.Table, alias: str) -> None:
+    renamed = source.copy()
+    renamed.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
+    table.replace(renamed)
 
 
 def _bind(select: exp.Expr, bindings: dict[str, str]) -> exp.Expr:
