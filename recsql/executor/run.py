@@ -60,12 +60,14 @@ class SparkCatalog:
         # nothing the statement does changes the catalog before it has been planned.
         self._columns: dict[TableName, list[str] | None] = {}
         self._views: dict[TableName, StoredView | None] = {}
-        self._frames: dict[str, DataFrame] = {}
+        # `spark.table` of each table asked about, analysed once; the statement's execution reads
+        # the same frames (`Context.tables`: the endgame's identity checks and copies)
+        self.frames: dict[TableName, DataFrame] = {}
 
     def columns(self, table: TableName) -> list[str] | None:
         if table not in self._columns:
             try:  # quoted part by part, `spark.table` resolves the name exactly as the SQL does
-                self._columns[table] = self._frame(table.sql).columns
+                self._columns[table] = self.frame(table).columns
             except AnalysisException:
                 self._columns[table] = None
         found = self._columns[table]
@@ -83,15 +85,15 @@ class SparkCatalog:
 
     def recursive_view(self, table: TableName) -> StoredView | None:
         if table not in self._views:
-            self._views[table] = views.stored_view(self.spark, table.sql, self._frame)
+            self._views[table] = views.stored_view(self.spark, table.sql, lambda: self.frame(table))
         return self._views[table]
 
-    def _frame(self, name: str) -> DataFrame:
-        """`spark.table(name)`, analysed once: a temporary view's schema tells whether it is a
+    def frame(self, table: TableName) -> DataFrame:
+        """`spark.table(table)`, analysed once: a temporary view's schema tells whether it is a
         recursive view, and is then also the columns the planner asks for."""
-        if name not in self._frames:
-            self._frames[name] = self.spark.table(name)
-        return self._frames[name]
+        if table not in self.frames:
+            self.frames[table] = self.spark.table(table.sql)
+        return self.frames[table]
 
 
 @dataclass
@@ -174,7 +176,7 @@ class Runner:
         return Context(
             spark=self.spark, settings=self.settings, partitions=self.partitions,
             args=self.args, sql=plan.sql, env=dict(self.frames), bases={},
-            on_iteration=self.on_iteration,
+            on_iteration=self.on_iteration, tables=self.catalog.frames,
         )
 
     def run_step(self, ctx: Context, step) -> list[IterationStats]:

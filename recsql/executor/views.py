@@ -48,15 +48,15 @@ def message(name: str) -> str:
 
 
 def stored_view(spark: SparkSession, name: str,
-                table_of: Callable[[str], DataFrame] | None = None) -> StoredView | None:
-    """The recursive view `name` resolves to in `spark`'s catalog, or None. `table_of`: how to
-    read a table by name (default `spark.table`; a caller that reads it again passes a memo)."""
+                frame: Callable[[], DataFrame] | None = None) -> StoredView | None:
+    """The recursive view `name` resolves to in `spark`'s catalog, or None. `frame`: the
+    statement's `spark.table(name)` if the caller has it (each call is a Spark analysis)."""
     try:
         table = spark.catalog.getTable(name)
     except AnalysisException:  # not found, or not a name Spark parses
         return None
     if table.isTemporary:
-        fields = (table_of or spark.table)(name).schema.fields
+        fields = (frame() if frame else spark.table(name)).schema.fields
         meta = fields[0].metadata if fields else {}
         if meta.get(VIEW, "").lower() != table.name.lower() or DEFINITION not in meta:
             return None
