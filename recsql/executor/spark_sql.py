@@ -4,12 +4,12 @@ Spark's exceptions about the user's query into recsql errors (never a raw Py4J t
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from pyspark.errors import AnalysisException, ParseException, PySparkException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
@@ -25,7 +25,10 @@ _PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger"
 
 @contextlib.contextmanager
 def quiet_pyspark_error_logs() -> Iterator[None]:
-    loggers = [logging.getLogger(name) for name in _PYSPARK_ERROR_LOGGERS]
+    # pyspark's own loggers: made first by `logging.getLogger`, they would be plain loggers, which
+    # pyspark then finds and calls with its own keywords (`errorClass`), so that every later
+    # analysis error of the user's own `spark.sql` became a TypeError
+    loggers = [PySparkLogger.getLogger(name) for name in _PYSPARK_ERROR_LOGGERS]
     before = [lg.disabled for lg in loggers]
     for lg in loggers:
         lg.disabled = True

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 import recsql
@@ -215,3 +219,21 @@ def test_spark_analysis_error_keeps_sparks_sqlstate(spark):
     err = run_error(spark, q, RecSQLAnalysisError)
     assert err.condition.startswith("UNRESOLVED_COLUMN")
     assert err.sqlstate == "42703"
+
+
+def test_the_users_own_spark_errors_stay_spark_errors_after_recsql():
+    """recsql silences pyspark's error logs while it plans; pyspark's loggers must stay pyspark's.
+    A plain `logging` logger made under their names first turned every later analysis error of the
+    user's own `spark.sql` into `TypeError: Logger._log() got an unexpected keyword argument
+    'errorClass'`. In a fresh interpreter: no earlier error of the suite made the loggers."""
+    script = textwrap.dedent("""
+        from pyspark.logger import PySparkLogger
+        from recsql.executor.spark_sql import quiet_pyspark_error_logs
+        with quiet_pyspark_error_logs():
+            pass
+        for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+            # as pyspark logs an AnalysisException (pyspark/errors/exceptions/base.py)
+            PySparkLogger.getLogger(name).exception("an error", errorClass="SOME_ERROR")
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
