@@ -67,16 +67,21 @@ class Merge:
 def merge_for(state: RelationState, cte: CTEPlan, names: Names) -> Merge:
     """The merge of `state`'s class (of its nearest base class with one, as method lookup would
     find it: a subclass keeps its parent's semantics unless it has a merge of its own)."""
-    for cls in type(state).__mro__:
-        if cls in MERGES:
-            build, appends_delta = MERGES[cls]
-            statements = build(state, cte, names)
-            first = statements[0]
-            if not isinstance(first, exp.Create) or not isinstance(first.expression, exp.Query) \
-                    or any(_reads(s, names["new"]) for s in statements[1:]):
-                raise AssertionError(f"the merge of {cls.__name__} reads `new` after its first statement")
-            return Merge([s.sql("duckdb", identify=True) for s in statements], appends_delta, first)
-    raise Untranslatable(f"state {type(state).__name__}")
+    cls = _merge_class(state)
+    if cls is None:
+        raise Untranslatable(f"state {type(state).__name__}")
+    build, appends_delta = MERGES[cls]
+    statements = build(state, cte, names)
+    first = statements[0]
+    if not isinstance(first, exp.Create) or not isinstance(first.expression, exp.Query) \
+            or any(_reads(s, names["new"]) for s in statements[1:]):
+        raise AssertionError(f"the merge of {cls.__name__} reads `new` after its first statement")
+    return Merge([s.sql("duckdb", identify=True) for s in statements], appends_delta, first)
+
+
+def _merge_class(state: RelationState) -> type | None:
+    """The nearest class of `state` with a merge, as method lookup would find it."""
+    return next((cls for cls in type(state).__mro__ if cls in MERGES), None)
 
 
 # A fixpoint the driver runs from the start, of one CTE whose state only ever gains rows (a set or
@@ -132,9 +137,7 @@ class Rounds:
         fresh = exp.select(*[_col(c, "n") for c in self.state.columns], next_round).from_(
             exp.alias_(_table(self.names["new"]), "n", table=True), copy=False)
         if self.distinct:
-            fresh = fresh.distinct(copy=False).join(
-                exp.alias_(_table(self.names["rounds"]), "a", table=True),
-                on=_match("n", "a", self.state.columns), join_type="anti", copy=False)
+            fresh = _unseen(fresh, self.names["rounds"], self.state.columns)
         fresh = fresh.with_(exp.to_identifier(self.names["new"], quoted=True), as_=candidates, copy=False)
         target = exp.Schema(this=_table(self.names["rounds"]), expressions=[
             exp.to_identifier(c, quoted=True) for c in [*self.state.columns, ROUND]])
@@ -150,12 +153,8 @@ class Rounds:
 def rounds_for(state: RelationState, names: Names) -> Rounds | None:
     """The one-statement iteration of `state`'s merge (found as `merge_for` finds it), if its
     state only ever gains rows; `names` with a `rounds` table."""
-    for cls in type(state).__mro__:
-        if cls in MERGES:
-            if cls in (SetState, BagState):
-                return Rounds(state, names, distinct=cls is SetState)
-            return None
-    return None
+    cls = _merge_class(state)
+    return Rounds(state, names, distinct=cls is SetState) if cls in (SetState, BagState) else None
 
 
 def _bag(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
@@ -172,10 +171,15 @@ def _set(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
     alone, medians, 2^20 tree: ancestors of a leaf, 20 iterations, 52 -> 50 ms; the closure
     reachable from 2, 19 iterations to 524,286 rows, 205 -> 143 ms)."""
     new = exp.alias_(_table(names["new"]), "n", table=True)
-    fresh = (exp.select(*[_col(c, "n") for c in state.columns]).distinct().from_(new)
-             .join(exp.alias_(_table(names["all"]), "a", table=True),
-                   on=_match("n", "a", state.columns), join_type="anti"))
+    fresh = _unseen(exp.select(*[_col(c, "n") for c in state.columns]).from_(new), names["all"], state.columns)
     return [_create(names["delta"], fresh), _append(names["all"], names["delta"])]
+
+
+def _unseen(select: exp.Select, seen: str, columns: list[str]) -> exp.Select:
+    """`select` of the candidates (as `n`) made distinct and anti-joined with the table `seen` on
+    `columns` (NULLs match, as EXCEPT's do): the rows new to the state, once each."""
+    return select.distinct(copy=False).join(exp.alias_(_table(seen), "a", table=True),
+                                            on=_match("n", "a", columns), join_type="anti", copy=False)
 
 
 def _extrema(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
