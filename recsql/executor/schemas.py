@@ -26,6 +26,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.executor.loop import Loop
+from recsql.executor.plain_types import plain_types
 from recsql.executor.spark_sql import quiet_pyspark_error_logs
 from recsql.executor.state import empty
 from recsql.planner.locate import locate
@@ -111,9 +112,8 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
     for cte in group.ctes:
         types[cte.key] = None
         for branch in cte.base_branches:
-            df = _typed_branch(run, cte, branch, {})
             types[cte.key] = _widen(run.ctx.spark, types[cte.key],
-                                    _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
+                                    _types(run, cte, branch, {}), cte, branch, run.ctx.sql)
     for _ in range(1 + 2 * len(group.ctes)):
         changed = False
         for cte in group.ctes:
@@ -123,9 +123,8 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
                 if len(known) < len(ref_types):
                     continue
                 refs = {r.binding: _schema(group, r.cte, known[r.cte]) for r in branch.refs}
-                df = _typed_branch(run, cte, branch, refs)
                 widened = _widen(run.ctx.spark, types[cte.key],
-                                 _branch_types(cte, branch, df, run.ctx.sql), cte, branch, run.ctx.sql)
+                                 _types(run, cte, branch, refs), cte, branch, run.ctx.sql)
                 if widened != types[cte.key]:
                     types[cte.key], changed = widened, True
         if not changed:
@@ -134,6 +133,38 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
     for cte in group.ctes:
         _check_ranked_types(cte, schemas[cte.key], run.ctx.sql)
     return schemas
+
+
+def _types(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> list[DataType]:
+    """The branch's output types: read off its relations' schemas where it is plain
+    (`plain_types`, no Spark analysis), else from Spark's analysis of it."""
+    known = _plain_types(run, cte, branch, refs)
+    if known is None:
+        return _branch_types(cte, branch, _typed_branch(run, cte, branch, refs), run.ctx.sql)
+    check_width(cte, branch, len(known), run.ctx.sql)
+    return known
+
+
+def _plain_types(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> list[DataType] | None:
+    """`plain_types` over the branch's references (`refs`) and its base tables as the statement
+    already read them (`Context.tables`, analysed when it was planned: their schemas are at
+    hand). A summing CTE's recursive branches carry a contributor column; they go to Spark."""
+    if cte.summing:
+        return None
+    frames = {b.binding: run.ctx.tables.get(b.table) for b in branch.bases}
+
+    def schema_of(table: exp.Table) -> StructType | None:
+        binding = table.this.name
+        if binding in refs:
+            return refs[binding]
+        frame = frames.get(binding)
+        return None if frame is None else frame.schema
+
+    return plain_types(branch.select, schema_of, lambda: _case_sensitive(run.ctx.spark))
+
+
+def _case_sensitive(spark: SparkSession) -> bool:
+    return (spark.conf.get("spark.sql.caseSensitive", "false") or "false").lower() == "true"
 
 
 def _check_ranked_types(cte: CTEPlan, schema: StructType, sql: str) -> None:
