@@ -20,7 +20,9 @@ Why this is exact, and never accepts a branch Spark refuses:
   `c` of the relation aliased `q`; `c` to the one column named `c` across the relations in
   scope (all of them for the select list and WHERE; those up to and including the join for an
   ON, as the rendered joins are left-deep). Names compare as `spark.sql.caseSensitive` says;
-  it is read only if the two settings resolve a column differently. A name that matches no
+  it is read only if the two settings resolve a column differently. Python's `lower` is
+  taken as Spark's case folding (Java's `toLowerCase` and `equalsIgnoreCase`) only between
+  ASCII names; a non-ASCII name compared with any name it does not equal exactly declines. A name that matches no
   column or several, or has more parts, is declined: Spark would then try a nested field, a
   metadata column, a lateral alias or a session variable, or report the error itself.
 - Every condition is boolean-typed (a comparison, IN, BETWEEN, IS [NOT] NULL, AND/OR/NOT of
@@ -78,6 +80,8 @@ def plain_types(select: exp.Expr, schema_of: Callable[[exp.Table], StructType | 
 
     `schema_of(table)` is a relation's schema, or None if unknown; `case_sensitive()` reads
     `spark.sql.caseSensitive`, called only where it decides a name."""
+    if not isinstance(select, exp.Select) or type(select) is not exp.Select:
+        return None
     try:
         relations, scopes = _relations(select, schema_of)
         uses = list(_uses(select, scopes, len(relations)))
@@ -85,17 +89,16 @@ def plain_types(select: exp.Expr, schema_of: Callable[[exp.Table], StructType | 
         types = _ItemTypes(relations, found)
         result = [types.of(item.this if isinstance(item, exp.Alias) else item)
                   for item in select.expressions]
-        for condition in _conditions(select):
+        for condition, _ in scopes:
             _check_condition(condition, types)
         return result
     except _Declined:
         return None
 
 
-def _relations(select: exp.Expr, schema_of) -> tuple[list[Relation], list[tuple[exp.Expr, int]]]:
+def _relations(select: exp.Select, schema_of: Callable[[exp.Table], StructType | None]
+               ) -> tuple[list[Relation], list[tuple[exp.Expr, int]]]:
     """The relations in FROM/JOIN order, and each condition with how many of them it sees."""
-    if type(select) is not exp.Select:
-        raise _Declined
     if any(value for key, value in select.args.items() if key not in _SELECT_ARGS):
         raise _Declined
     if not select.expressions or any(type(n) not in PLAIN_NODES for n in select.walk()):
@@ -119,7 +122,7 @@ def _relations(select: exp.Expr, schema_of) -> tuple[list[Relation], list[tuple[
     return relations, scopes
 
 
-def _relation(table: exp.Expr, schema_of) -> Relation:
+def _relation(table: exp.Expr, schema_of: Callable[[exp.Table], StructType | None]) -> Relation:
     if type(table) is not exp.Table or set(k for k, v in table.args.items() if v) != {"this", "alias"}:
         raise _Declined
     alias = table.args["alias"]
@@ -129,15 +132,6 @@ def _relation(table: exp.Expr, schema_of) -> Relation:
     if schema is None:
         raise _Declined
     return alias.name, schema
-
-
-def _conditions(select: exp.Select) -> Iterator[exp.Expr]:
-    where = select.args.get("where")
-    if where is not None:
-        yield where.this
-    for join in select.args.get("joins") or []:
-        if join.args.get("on") is not None:
-            yield join.args["on"]
 
 
 def _uses(select: exp.Select, scopes: list[tuple[exp.Expr, int]], everything: int
@@ -150,7 +144,7 @@ def _uses(select: exp.Select, scopes: list[tuple[exp.Expr, int]], everything: in
 
 
 def _resolve_all(uses: list[tuple[exp.Column, int]], relations: list[Relation],
-                 case_sensitive: Callable[[], bool]) -> dict[int, Found]:
+                 case_sensitive: Callable[[], bool]) -> dict[int, Found | None]:
     """Each column (by `id`) resolved; the conf read only if the two settings disagree."""
     by_setting = {
         sensitive: {id(column): _resolve(column, relations[:seen], sensitive) for column, seen in uses}
@@ -159,7 +153,7 @@ def _resolve_all(uses: list[tuple[exp.Column, int]], relations: list[Relation],
     chosen = by_setting[False] if by_setting[False] == by_setting[True] else by_setting[case_sensitive()]
     if any(found is None for found in chosen.values()):
         raise _Declined
-    return chosen  # type: ignore[return-value]
+    return chosen
 
 
 def _resolve(column: exp.Column, relations: list[Relation], sensitive: bool) -> Found | None:
@@ -168,7 +162,11 @@ def _resolve(column: exp.Column, relations: list[Relation], sensitive: bool) -> 
         return None
 
     def same(a: str, b: str) -> bool:
-        return a == b if sensitive else a.lower() == b.lower()
+        if sensitive or a == b:
+            return a == b
+        if a.isascii() and b.isascii():
+            return a.lower() == b.lower()
+        raise _Declined  # beyond ASCII, Java's case folding is not Python's
 
     qualifier = column.args.get("table")
     matches = [
@@ -184,12 +182,14 @@ def _resolve(column: exp.Column, relations: list[Relation], sensitive: bool) -> 
 class _ItemTypes:
     """Types of a branch's plain operands: resolved columns and literals."""
 
-    def __init__(self, relations: list[Relation], found: dict[int, Found]) -> None:
+    def __init__(self, relations: list[Relation], found: dict[int, Found | None]) -> None:
         self.relations = relations
         self.found = found
 
     def field(self, column: exp.Column) -> StructField:
-        r, f = self.found[id(column)]
+        found = self.found[id(column)]
+        assert found is not None  # `_resolve_all` declined the branch otherwise
+        r, f = found
         field = self.relations[r][1].fields[f]
         if isinstance(field.dataType, (CharType, VarcharType)) or _CHAR_VARCHAR in (field.metadata or {}):
             raise _Declined  # read with padding or a length check

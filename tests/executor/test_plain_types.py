@@ -22,6 +22,7 @@ VIEWS = {
             "fl float, sh smallint, mp map<string,int>, arr array<int>, st struct<x:int>",
     "pt_q": "i int, K bigint, s string, flag boolean, dt date, Name string",
     "pt_dup": "a int, A bigint",
+    "pt_dotless": "`id` int, `\u0131d` bigint",  # a non-ASCII name: its case folding is left to Spark
 }
 
 
@@ -154,6 +155,12 @@ def test_declines_what_spark_refuses(spark, case_sensitive, sql):
 @pytest.mark.parametrize("sql", DECLINED_OTHER)
 def test_declines_what_is_not_plain(spark, sql):
     assert fast(spark, sql) is None
+
+
+def test_non_ascii_names_decline(spark):
+    assert fast(spark, "SELECT v.id FROM {pt_dotless} AS v") is None
+    assert fast(spark, "SELECT v.\u0131d FROM {pt_dotless} AS v") is None
+    assert fast(spark, "SELECT p.i FROM {pt_p} AS p") is not None
 
 
 def test_unknown_relation_declines(spark):
