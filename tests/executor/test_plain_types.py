@@ -31,9 +31,12 @@ def views(spark):
     for name, schema in VIEWS.items():
         spark.createDataFrame([], schema).createOrReplaceTempView(name)
     spark.sql("SELECT 'a' COLLATE UTF8_LCASE AS c, 'b' AS s").createOrReplaceTempView("pt_coll")
+    spark.sql("CREATE TABLE pt_chars (Src INT, Dst INT, label VARCHAR(5), code CHAR(2)) USING parquet")
+    spark.sql("INSERT INTO pt_chars VALUES (1, 2, 'a', 'x'), (2, 3, 'b', 'y')")
     yield
     for name in [*VIEWS, "pt_coll"]:
         spark.catalog.dropTempView(name)
+    spark.sql("DROP TABLE pt_chars")
 
 
 @pytest.fixture(params=["false", "true"])
@@ -55,7 +58,7 @@ def analysed(spark, sql: str):
     """Spark's types of the same text, as `schemas._typed_branch` spells it; None on an
     analysis error."""
     text = render(parse_one(sql, read="rasql"), escape_braces=True)
-    text = text.format(**{name: name for name in [*VIEWS, "pt_coll"]})
+    text = text.format(**{name: name for name in [*VIEWS, "pt_coll", "pt_chars"]})
     try:
         with quiet_pyspark_error_logs():
             return [f.dataType for f in spark.sql(text).schema.fields]
@@ -161,6 +164,15 @@ def test_non_ascii_names_decline(spark):
     assert fast(spark, "SELECT v.id FROM {pt_dotless} AS v") is None
     assert fast(spark, "SELECT v.\u0131d FROM {pt_dotless} AS v") is None
     assert fast(spark, "SELECT p.i FROM {pt_p} AS p") is not None
+
+
+def test_char_and_varchar_columns_decline(spark):
+    """Spark reads them padded or length-checked: left to its analysis."""
+    for sql in ["SELECT label FROM {pt_chars} AS c", "SELECT Src FROM {pt_chars} AS c WHERE code = 'x'"]:
+        assert fast(spark, sql) is None
+        assert analysed(spark, sql) is not None
+    sql = "SELECT Src, Dst FROM {pt_chars} AS c WHERE Src < 3"  # its other columns are plain
+    assert fast(spark, sql) == analysed(spark, sql)
 
 
 def test_unknown_relation_declines(spark):
@@ -284,6 +296,29 @@ def test_case_of_a_column_name_follows_the_conf(spark, edge, case_sensitive):
     else:
         got = sorted(tuple(r) for r in recsql.run(sql, spark=spark).df.collect())
         assert got == [(1, 2), (1, 3), (2, 3)]  # the closure of 1 -> 2 -> 3, by hand
+
+
+def test_catalog_table_branches_are_typed_without_spark(spark, monkeypatch):
+    """A catalog table read by plain branches; the VARCHAR column goes through Spark."""
+    typed_by_spark = []
+    analysed_branch = schemas._typed_branch
+
+    def recorded(run, cte, branch, refs):
+        typed_by_spark.append(branch.select.sql("rasql"))
+        return analysed_branch(run, cte, branch, refs)
+
+    monkeypatch.setattr(schemas, "_typed_branch", recorded)
+    sql = ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM pt_chars) UNION "
+           "(SELECT tc.X, c.Dst FROM tc JOIN pt_chars c ON tc.Y = c.Src) SELECT X, Y FROM tc")
+    got = sorted(tuple(r) for r in recsql.run(sql, spark=spark).df.collect())
+    assert got == [(1, 2), (1, 3), (2, 3)]  # the closure of 1 -> 2 -> 3, by hand
+    assert typed_by_spark == []
+    labelled = ("WITH recursive tc (X, L) AS (SELECT Src, label FROM pt_chars) UNION "
+                "(SELECT c.Dst, tc.L FROM tc JOIN pt_chars c ON tc.X = c.Src) SELECT X, L FROM tc")
+    result = recsql.run(labelled, spark=spark).df
+    assert sorted(tuple(r) for r in result.collect()) == [(1, "a"), (2, "a"), (2, "b"), (3, "a"), (3, "b")]
+    assert result.schema["L"].dataType.simpleString() == "string"
+    assert len(typed_by_spark) == 1  # the base branch reads `label`; the recursive one only `tc.L`
 
 
 def test_closure_view_is_typed_without_spark(spark, edge, monkeypatch):
