@@ -157,6 +157,11 @@ def _comparable(names: list[str]) -> None:
     families = {_family(n) for n in names} - {"null"}
     if None in families or len(families) > 1:
         raise Untranslatable(f"comparing or combining {', '.join(names)}")
+    # A FLOAT met with a DECIMAL or an integer: Spark widens both to DOUBLE, DuckDB to FLOAT
+    # (a FLOAT column holding 0.1 equals the literal 0.1 in DuckDB only); with a DOUBLE both
+    # widen to DOUBLE
+    if "FLOAT" in names and any(n not in ("FLOAT", "DOUBLE") and _family(n) == "number" for n in names):
+        raise Untranslatable(f"comparing or combining {', '.join(names)}")
 
 
 def _cast(names: list[str]) -> None:

@@ -288,3 +288,20 @@ def test_payload_agrees_with_spark_and_python(spark, typed, aggregate, value, pa
     assert "driver" in places, "never reached the driver"
     assert on_spark[0] == "rows", on_spark
     assert on_spark[1] == payload_oracle(aggregate, value, payload)
+
+
+def test_a_float_compared_with_a_decimal_or_integer_stays_on_spark(spark):
+    """Spark compares a FLOAT with a DECIMAL or an integer in DOUBLE, DuckDB in FLOAT: a FLOAT
+    column holding 0.1 equals the literal 0.1 on DuckDB only. Such a filter stays on Spark (the
+    answer: no row, as a plain-Python comparison of float32(0.1) with 0.1 says)."""
+    spark.createDataFrame([(0, 0.5), (1, 0.1), (2, 16777217.0)], "k INT, f FLOAT") \
+        .createOrReplaceTempView("dv_float")
+    try:
+        for predicate, expected in [("dv_float.f = 0.1", []), ("dv_float.f = 16777217", [])]:
+            query = f"""WITH recursive r (K) AS (SELECT k FROM dv_float WHERE k = 0)
+              UNION (SELECT dv_float.k FROM r, dv_float WHERE r.K = 0 AND {predicate})
+            SELECT K FROM r"""
+            result = recsql.run(query, spark=spark, conf=DRIVER)
+            assert sorted(r.K for r in result.df.collect()) == [0, *expected], predicate
+    finally:
+        spark.catalog.dropTempView("dv_float")
