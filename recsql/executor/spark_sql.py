@@ -142,8 +142,9 @@ def _select_calls(node: exp.Expr, bindings: dict[str, DataFrame], outermost: boo
 
 
 def _output_names(node: exp.Expr) -> list[str] | None:
-    """The column names a SELECT of aliased items yields, as written (an unaliased column keeps
-    the case of the column it reads, which the text does not know)."""
+    """The column names a SELECT of aliased items yields, as written; None if any item is not
+    aliased (Spark names an unaliased column as written too, `SELECT ID` of a column `id` gives
+    `ID`, but a star or an expression it names itself)."""
     if not isinstance(node, exp.Select) or not all(isinstance(i, exp.Alias) for i in node.expressions):
         return None
     return [i.alias for i in node.expressions]
