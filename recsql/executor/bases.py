@@ -102,12 +102,17 @@ def _driver_copy(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any
 
 
 def table_df(ctx: Context, table: TableName) -> DataFrame:
-    """`table` as Spark reads it this statement, made once: every `spark.table` analyses the
-    table again (a Py4J round trip of 1-5 ms), and the identity check, the kept copy's plan
+    """`table` as Spark reads it this statement: the identity check, the kept copy's plan
     comparison and the relation the endgame pulls all read the same table."""
-    df = ctx.tables.get(table)
+    return read_once(ctx.tables, ctx.spark, table)
+
+
+def read_once(frames: dict[TableName, DataFrame], spark: SparkSession, table: TableName) -> DataFrame:
+    """`spark.table(table)`, made once per `frames` (a statement's): every `spark.table`
+    analyses the table again (a Py4J round trip of 1-5 ms)."""
+    df = frames.get(table)
     if df is None:
-        df = ctx.tables[table] = ctx.spark.table(table.sql)
+        df = frames[table] = spark.table(table.sql)
     return df
 
 

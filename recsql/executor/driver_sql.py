@@ -68,7 +68,7 @@ def check_forms(select: exp.Expr) -> None:
             raise Untranslatable(f"a {node.side or node.kind} join")
         if isinstance(node, exp.Cast) and node.to.this not in _CAST_TARGETS:
             raise Untranslatable(f"CAST to {node.to.sql('rasql')}")
-        if isinstance(node, exp.Literal) and not node.is_string and not _plain_number(node.this):
+        if isinstance(node, exp.Literal) and not node.is_string and not plain_number(node.this):
             raise Untranslatable(f"number literal {node.this}")
     for condition in _filters(select):
         for node in condition.walk():
@@ -90,7 +90,7 @@ def _filters(select: exp.Select) -> Iterator[exp.Expr]:
             yield join.args["on"]
 
 
-def _plain_number(text: str) -> bool:
+def plain_number(text: str) -> bool:
     """An integer (INT or BIGINT in both engines) or a plain decimal literal (`1.5` is
     DECIMAL(2, 1) in both); exponent forms type differently."""
     whole, _, fraction = text.partition(".")

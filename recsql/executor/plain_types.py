@@ -56,7 +56,7 @@ from pyspark.sql.types import (
 )
 from sqlglot import exp
 
-from recsql.executor.driver_sql import ALLOWED_NODES, _plain_number
+from recsql.executor.driver_sql import ALLOWED_NODES, plain_number
 
 PLAIN_NODES: frozenset[type[exp.Expression]] = ALLOWED_NODES - {
     exp.Add, exp.Sub, exp.Mul, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,
@@ -217,7 +217,7 @@ class _ItemTypes:
         if isinstance(node, exp.Literal):
             if node.is_string:
                 return "string"
-            if _plain_number(node.this) and len(node.this) <= 30:
+            if plain_number(node.this) and len(node.this) <= 30:
                 return "number"
         raise _Declined
 

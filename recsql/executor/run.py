@@ -91,9 +91,7 @@ class SparkCatalog:
     def frame(self, table: TableName) -> DataFrame:
         """`spark.table(table)`, analysed once: a temporary view's schema tells whether it is a
         recursive view, and is then also the columns the planner asks for."""
-        if table not in self.frames:
-            self.frames[table] = self.spark.table(table.sql)
-        return self.frames[table]
+        return bases.read_once(self.frames, self.spark, table)
 
 
 @dataclass

@@ -35,7 +35,7 @@ from recsql.executor.endgame.decide import (
     relations,
     row_bytes,
 )
-from recsql.executor.endgame.merges import Merge, Rounds, merge_for, rounds_for
+from recsql.executor.endgame.merges import Merge, Rounds, empty_table, merge_for, rounds_for
 from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
 from recsql.executor.loop import Loop
 from recsql.executor.state import ContributorState, RelationState
@@ -209,10 +209,7 @@ class _Driver:
         table's three calls (of a statement's 13 ms on the driver before its first iteration,
         the two empty loads took 4.6)."""
         if rows == 0 and schema is not None:
-            columns = [exp.ColumnDef(this=exp.to_identifier(f.name, quoted=True), kind=duck_type(f.dataType))
-                       for f in schema.fields]
-            self.sql(exp.Create(this=exp.Schema(this=_table(name), expressions=columns), kind="TABLE",
-                                properties=database.own()))
+            self.sql(empty_table(name, schema))
             return
         database.load_arrow(self.con, _table(name), self.to_arrow(name, df), temporary=True)
 

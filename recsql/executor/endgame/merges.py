@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pyspark.sql.types import DoubleType, FloatType
+from pyspark.sql.types import DoubleType, FloatType, StructType
 from sqlglot import exp
 
 from recsql.executor.driver_sql import Untranslatable
@@ -107,13 +107,8 @@ class Rounds:
     def tables(self) -> list[exp.Expr]:
         """`rounds`, empty, and `all` as the view of its state columns (the branches and the
         write-back read `all` as they read the state's table)."""
-        columns = [exp.ColumnDef(this=exp.to_identifier(f.name, quoted=True), kind=duck_type(f.dataType))
-                   for f in self.state.schema.fields]
-        columns.append(exp.ColumnDef(this=exp.to_identifier(ROUND, quoted=True),
-                                     kind=exp.DataType.build("INT")))
         return [
-            exp.Create(this=exp.Schema(this=_table(self.names["rounds"]), expressions=columns),
-                       kind="TABLE", properties=own()),
+            empty_table(self.names["rounds"], self.state.schema, {ROUND: exp.DataType.build("INT")}),
             exp.Create(this=_table(self.names["all"]), kind="VIEW", properties=own(),
                        expression=self._columns(None)),
         ]
@@ -313,6 +308,15 @@ def _replace_groups(all_: str, delta: str, key: list[str]) -> list[exp.Expr]:
                    where=exp.Where(this=_match(all_, delta, key))),
         _append(all_, delta),
     ]
+
+
+def empty_table(name: str, schema: StructType, extra: Mapping[str, exp.DataType] | None = None) -> exp.Create:
+    """The statement's own empty table `name` with `schema`'s columns in their DuckDB types (and
+    `extra` columns after them)."""
+    columns = [(f.name, duck_type(f.dataType)) for f in schema.fields] + list((extra or {}).items())
+    return exp.Create(this=exp.Schema(this=_table(name), expressions=[
+        exp.ColumnDef(this=exp.to_identifier(column, quoted=True), kind=kind) for column, kind in columns
+    ]), kind="TABLE", properties=own())
 
 
 def _create(name: str, select: exp.Query) -> exp.Create:
