@@ -8,15 +8,17 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import sqlglot
 from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.planner.checks import locate_name
-from recsql.planner.locate import locate
+from recsql.planner.locate import locate, locate_span
 from recsql.planner.names import TableName
 
 # pyspark logs every analysis error it raises as JSON on stderr; recsql reports them itself.
@@ -202,19 +204,73 @@ def _spark_position(error: PySparkException, sql: str) -> dict:
 
 
 def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
-    """Find the column or table Spark could not resolve in the user's own AST."""
+    """Find what Spark complains about in the user's own AST: the column or table it could not
+    resolve or found ambiguous (its first use), or the expression whose types do not fit."""
     params = error.getMessageParameters() or {}
-    written = params.get("objectName") or params.get("relationName") or ""
+    written = params.get("objectName") or params.get("relationName") or (
+        params.get("name", "") if error.getCondition() == "AMBIGUOUS_REFERENCE" else "")
+    if not written:
+        return _locate_expression(error, params.get("sqlExpr", ""), user_ast, user_sql)
     for table in user_ast.find_all(exp.Table):  # Spark names a relation `db`.`t`, as TableName.sql
         if isinstance(table.this, exp.Identifier) and TableName.of(table).sql.lower() == written.lower():
             return locate_name(table, user_sql)
-    name = written.split(".")[-1].strip("`").lower()
-    if not name:
+    parts = [(m.group(1) or m.group(0)).replace("``", "`").lower()
+             for m in re.finditer(r"`((?:[^`]|``)*)`|[^.`]+", written)]
+    if not parts:
         return {}
-    for node in user_ast.find_all(exp.Column, exp.Table):
-        if node.name.lower() == name:
+    columns = list(user_ast.find_all(exp.Column))
+    # as written first (`X` is the unqualified X, not `tc`.`X`), then by its last part
+    for node in columns:
+        if [i.name.lower() for i in node.parts] == parts:
+            return locate(node, user_sql)
+    for node in [*columns, *user_ast.find_all(exp.Table)]:
+        if node.name.lower() == parts[-1]:
             return locate(node, user_sql)
     return {}
+
+
+def _locate_expression(error: PySparkException, spark_text: str, user_ast: exp.Expr, user_sql: str) -> dict:
+    """The one expression of the user's text that Spark's `sqlExpr` renders (`"(Y = M)"` for
+    `tc.Y = edge.M`: Spark drops qualifiers and adds parentheses, so both sides are compared
+    without them); a filter that is not boolean among the WHERE and ON conditions only. {} where
+    that is not one place of the user's text (recsql wrote it, or it is written twice), so that
+    no caret misleads."""
+    if not spark_text:
+        return {}
+    try:
+        wanted = sqlglot.parse_one(spark_text.strip().strip('"'), read="spark")
+    except SqlglotError:
+        return {}
+    key = _unqualified(wanted)
+    found = [n for n in user_ast.find_all(type(_unparenthesized(wanted)))
+             if not isinstance(n, exp.Paren) and _unqualified(n) == key]
+    if (error.getCondition() or "").endswith("FILTER_NOT_BOOLEAN"):
+        found = [n for n in found if _is_condition(n)]
+    return locate_span(found[0], user_sql) if len(found) == 1 else {}
+
+
+def _unparenthesized(node: exp.Expr) -> exp.Expr:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    return node
+
+
+def _unqualified(node: exp.Expr) -> str:
+    """`node` as Spark names it in a message, case aside: no table qualifiers, no parentheses."""
+    def strip(n: exp.Expr) -> exp.Expr:
+        if isinstance(n, exp.Column):
+            return exp.column(n.name)
+        return _unparenthesized(n) if isinstance(n, exp.Paren) else n
+
+    return _unparenthesized(node).transform(strip).sql("spark").lower()
+
+
+def _is_condition(node: exp.Expr) -> bool:
+    """A WHERE or ON condition (a part of one joined by AND is Spark's to name, not this)."""
+    parent = node.parent
+    while isinstance(parent, exp.Paren):
+        parent = parent.parent
+    return isinstance(parent, exp.Where) or (isinstance(parent, exp.Join) and node.arg_key == "on")
 
 
 def describe_jobs(spark, description: str) -> None:

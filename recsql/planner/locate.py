@@ -28,3 +28,19 @@ def _meta(node: exp.Expr | None) -> dict | None:
         if isinstance(child, exp.Expr) and child.meta.get("line") is not None:
             return child.meta
     return None
+
+
+def locate_span(node: exp.Expr, sql: str) -> dict:
+    """`line`, `pos` and `length` of the whole of `node` in `sql` (from its first token to its
+    last), as `locate` gives them of its first identifier; `locate`'s where the tokens carry
+    no offsets."""
+    spans = [(n.meta["start"], n.meta["end"]) for n in node.walk()
+             if isinstance(n, exp.Expr) and n.meta.get("start") is not None and n.meta.get("end") is not None]
+    if not spans:
+        return locate(node, sql)
+    start, end = min(s for s, _ in spans), max(e for _, e in spans)
+    line_end = sql.find("\n", start)
+    if line_end != -1:  # the caret line shows the first line only
+        end = min(end, line_end - 1)
+    return {"line": sql.count("\n", 0, start) + 1, "pos": start - (sql.rfind("\n", 0, start) + 1),
+            "length": end - start + 1}

@@ -240,35 +240,44 @@ def test_random_branches_agree_with_spark(spark, case_sensitive):
 
 
 # End to end: a recursive statement over `edge`; the errors below are what main (c07a958, before
-# the fast path) reports for each bad branch, under both `spark.sql.caseSensitive` settings.
+# the fast path) reports for each bad branch, under both `spark.sql.caseSensitive` settings, but
+# that a type mismatch or an ambiguous name now points at what Spark names (main had no position).
 EDGE = "Src int, Dst int, Name string, M map<string,int>, X int"
 HEAD = ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM edge) UNION "
         "(SELECT tc.X, edge.Dst FROM tc, edge WHERE {cond}) SELECT X, Y FROM tc")
+VIEW_OF = "CREATE OR REPLACE TEMPORARY VIEW pt_bad AS "
+
+
+def _bad(sql: str, condition: str, needle: str, message: str) -> tuple:
+    """(statement, condition, line, pos, message start), the position that of `needle` (after
+    its first `|`, if it has one), counted by hand here rather than taken from recsql."""
+    before, _, at = needle.rpartition("|")
+    return sql, condition, 1, sql.index(before + at) + len(before), message
+
+
 BAD = [
-    # (statement, condition, line, pos, message start)
     (HEAD.format(cond="tc.Y = edge.Nope"), "RECSQL_UNKNOWN_COLUMN", 1, 117,
      "Column `Nope` of `edge` cannot be resolved."),
-    ("CREATE OR REPLACE TEMPORARY VIEW pt_bad AS " + HEAD.format(cond="tc.Y = edge.Nope"),
+    (VIEW_OF + HEAD.format(cond="tc.Y = edge.Nope"),
      "RECSQL_UNKNOWN_COLUMN", 1, 160, "Column `Nope` of `edge` cannot be resolved."),
     (HEAD.format(cond="tc.Y = edge.Src").replace("edge.Dst FROM tc", "edge.Dest FROM tc"),
      "UNRESOLVED_COLUMN.WITH_SUGGESTION", 1, 81,
      "A column, variable, or function parameter with name `edge`.`Dest` cannot be resolved."),
-    (HEAD.format(cond="tc.Y = edge.M"), "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", None, None,
-     'Cannot resolve "(Y = M)" due to data type mismatch'),
-    ("CREATE OR REPLACE TEMPORARY VIEW pt_bad AS " + HEAD.format(cond="tc.Y = edge.M"),
-     "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", None, None,
-     'Cannot resolve "(Y = M)" due to data type mismatch'),
-    (HEAD.format(cond="X = edge.Src"), "AMBIGUOUS_REFERENCE", None, None,
-     "Reference `X` is ambiguous, could be: [`edge`.`X`, `tc`.`X`]."),
-    (HEAD.format(cond="edge.Src"), "DATATYPE_MISMATCH.FILTER_NOT_BOOLEAN", None, None,
-     'Cannot resolve "Src" due to data type mismatch: Filter expression "Src" of type "INT" is '
-     "not a boolean."),
+    _bad(HEAD.format(cond="tc.Y = edge.M"), "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", "tc.Y = edge.M",
+         'Cannot resolve "(Y = M)" due to data type mismatch'),
+    _bad(VIEW_OF + HEAD.format(cond="tc.Y = edge.M"), "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES",
+         "tc.Y = edge.M", 'Cannot resolve "(Y = M)" due to data type mismatch'),
+    _bad(HEAD.format(cond="X = edge.Src"), "AMBIGUOUS_REFERENCE", "WHERE |X = edge.Src",
+         "Reference `X` is ambiguous, could be: [`edge`.`X`, `tc`.`X`]."),
+    _bad(HEAD.format(cond="edge.Src"), "DATATYPE_MISMATCH.FILTER_NOT_BOOLEAN", "WHERE |edge.Src",
+         'Cannot resolve "Src" due to data type mismatch: Filter expression "Src" of type "INT" is '
+         "not a boolean."),
     (HEAD.replace("FROM edge)", "FROM edge WHERE Nope = 1)").format(cond="tc.Y = edge.Src"),
      "UNRESOLVED_COLUMN.WITH_SUGGESTION", 1, 61,
      "A column, variable, or function parameter with name `Nope` cannot be resolved."),
-    (HEAD.replace("FROM edge)", "FROM edge WHERE M = 1)").format(cond="tc.Y = edge.Src"),
-     "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", None, None,
-     'Cannot resolve "(M = 1)" due to data type mismatch'),
+    _bad(HEAD.replace("FROM edge)", "FROM edge WHERE M = 1)").format(cond="tc.Y = edge.Src"),
+         "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", "M = 1",
+         'Cannot resolve "(M = 1)" due to data type mismatch'),
 ]
 
 
