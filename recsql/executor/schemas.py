@@ -114,6 +114,8 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
         for branch in cte.base_branches:
             types[cte.key] = _widen(run.ctx.spark, types[cte.key],
                                     _types(run, cte, branch, {}), cte, branch, run.ctx.sql)
+    for cte in group.ctes:  # before a recursive term compares them
+        _check_compared_types(cte, types[cte.key], run.ctx.sql)
     for _ in range(1 + 2 * len(group.ctes)):
         changed = False
         for cte in group.ctes:
@@ -185,6 +187,28 @@ def _check_ranked_types(cte: CTEPlan, schema: StructType, sql: str) -> None:
                 sql=sql,
                 **column.location,
             )
+
+
+def _check_compared_types(cte: CTEPlan, types: list[DataType] | None, sql: str) -> None:
+    """A SEARCH column is ordered by (`ORDER BY seq`), a CYCLE column compared with the path
+    (is this row on it?); Spark can do neither with a map (or a variant, or a struct or array
+    holding one). PostgreSQL's words, at the column in the clause."""
+    if types is None:
+        return
+    index = {name.lower(): i for i, name in enumerate(cte.columns)}
+    for column in cte.compared:
+        dtype = types[index[column.name.lower()]]
+        if _orderable(dtype):
+            continue
+        operator, purpose = (("an ordering", "order the rows by it (ORDER BY the sequence column)")
+                             if column.clause == "SEARCH" else
+                             ("an equality", "tell whether a row is already on the path"))
+        raise RecSQLAnalysisError(
+            f"could not identify {operator} operator for type {dtype.simpleString()}: "
+            f"{column.clause} column \"{column.name}\" of CTE `{cte.name}`, which Spark needs to "
+            f"{purpose}; {column.clause} by columns of other types, or by `to_json({column.name})` "
+            "computed as a column of the CTE",
+            condition="RECSQL_SEARCH_CYCLE", sql=sql, **column.location)
 
 
 def _orderable(dtype: DataType) -> bool:

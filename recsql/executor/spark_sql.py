@@ -204,11 +204,18 @@ def _spark_position(error: PySparkException, sql: str) -> dict:
 
 
 def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
-    """Find what Spark complains about in the user's own AST: the column or table it could not
-    resolve or found ambiguous (its first use), or the expression whose types do not fit."""
+    """Find what Spark complains about in the user's own AST: the column, table or function it
+    could not resolve, the column it found ambiguous (its first use), or the expression whose
+    types do not fit."""
     params = error.getMessageParameters() or {}
     written = params.get("objectName") or params.get("relationName") or (
         params.get("name", "") if error.getCondition() == "AMBIGUOUS_REFERENCE" else "")
+    if params.get("routineName"):  # `NOFN`, or `db`.`f`: the call as written, by its last part
+        routine = params["routineName"].split(".")[-1].strip("`").lower()
+        for call in user_ast.find_all(exp.Func):
+            if (call.name if isinstance(call, exp.Anonymous) else call.sql_name()).lower() == routine:
+                return locate_span(call, user_sql)
+        return {}
     if not written:
         return _locate_expression(error, params.get("sqlExpr", ""), user_ast, user_sql)
     for table in user_ast.find_all(exp.Table):  # Spark names a relation `db`.`t`, as TableName.sql

@@ -27,6 +27,7 @@ from recsql.planner.model import (
     SUMMING,
     BaseRelation,
     Branch,
+    ComparedColumn,
     CTEPlan,
     GroupStep,
     HeadColumn,
@@ -39,7 +40,7 @@ from recsql.planner.model import (
 from recsql.planner.names import TableName, is_cte_reference
 from recsql.planner.scc import strongly_connected
 from recsql.planner.scoping import hoist_nested_withs
-from recsql.planner.search_cycle import rewrite_search_cycle
+from recsql.planner.search_cycle import COMPARED, rewrite_search_cycle
 from recsql.planner.spelling import to_head_aggregates
 
 E = TypeVar("E", bound=exp.Expr)
@@ -220,7 +221,8 @@ class _Planner:
         bag = bool(alls) and all(alls)
         head = self.head(d, bodies[0])
         cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag,
-                      level_limit=d.node.meta.get("max_recursion_level"))
+                      level_limit=d.node.meta.get("max_recursion_level"),
+                      compared=tuple(ComparedColumn(*c) for c in d.node.meta.get(COMPARED, ())))
         if bag and cte.aggregates:
             raise RecSQLAnalysisError(
                 f"CTE `{d.name}` has head aggregates but its branches are joined by UNION ALL; "

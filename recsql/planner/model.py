@@ -55,6 +55,16 @@ class HeadColumn:
 
 
 @dataclass(frozen=True)
+class ComparedColumn:
+    """A column a SEARCH clause orders by or a CYCLE clause compares (search_cycle.py), checked
+    once the anchor's types are known, before any recursive term runs."""
+
+    name: str
+    clause: str  # "SEARCH" or "CYCLE"
+    location: dict = field(default_factory=dict, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
 class Ref:
     """A branch's reference to a CTE of its own recursive group."""
 
@@ -140,6 +150,7 @@ class CTEPlan:
     # a linear transitive closure's non-linear twin (planner/doubling.py), None otherwise
     doubling: Branch | None = None
     level_limit: int | None = None  # Spark's `MAX RECURSION LEVEL n` written on this CTE
+    compared: tuple[ComparedColumn, ...] = ()  # its SEARCH and CYCLE columns
 
     @property
     def key(self) -> str:

@@ -38,6 +38,10 @@ from recsql.planner.locate import locate
 DEPTH_FIELD = "*DEPTH*"  # PostgreSQL's name for the breadth-first depth inside the seq record
 WRAPPER = "__search_cycle"  # the derived tables that wrap the anchor and the recursive term
 
+# The CTE's SEARCH and CYCLE columns as (name, clause, where written) in its meta, for the planner's
+# `CTEPlan.compared`: their types are known only once the executor types the anchor.
+COMPARED = "search_cycle_columns"
+
 # `columns_of(cte)`: the names of a CTE's columns as written (its column list, or else its
 # anchor's output names); the planner answers it, with `*` expanded over the catalog.
 ColumnsOf = Callable[[exp.CTE], list[str]]
@@ -180,6 +184,9 @@ def _rewrite(clauses: _Clauses, sql: str) -> None:
     cte.set("alias", alias)
     cte.set("search", None)
     cte.set("cycle", None)
+    cte.meta[COMPARED] = [(name.name, clause, locate(name, sql))
+                          for clause, given in (("SEARCH", clauses.search), ("CYCLE", clauses.cycle)) if given
+                          for name in given.expressions]
 
 
 def _unwrap(query: exp.Expr) -> exp.Expr:

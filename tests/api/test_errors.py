@@ -171,7 +171,7 @@ def test_type_mismatch_in_branch(spark):
     run_error(spark, q, RecSQLAnalysisError)
 
 
-# Spark's analysis errors that name an expression or an ambiguous column, not an unknown one:
+# Spark's analysis errors that name an expression, an ambiguous column or an unknown function:
 # recsql ran its own rendering of the query, so Spark's position is in text the user never wrote;
 # the caret points at what Spark names, found in the user's text (the needle's place, by hand).
 LOCATED = [
@@ -183,6 +183,7 @@ LOCATED = [
     ("AMBIGUOUS_REFERENCE", GOOD.replace("SELECT Dst, Cost FROM path", "SELECT Dst, Cost FROM path, edge"),
      "Dst, Cost FROM path, edge"),
     ("DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", GOOD + "\nWHERE map(1, 2) = map(2, 3)", "map(1, 2) = map"),
+    ("UNRESOLVED_ROUTINE", GOOD.replace("SELECT edge.Dst,", "SELECT nofn(edge.Dst),"), "nofn("),
 ]
 
 

@@ -121,14 +121,21 @@ def test_over_the_server(pg, spark):
     assert Counter(got) == Counter(expected)
 
 
-@pytest.mark.parametrize(("clause", "reading"), [
-    ("SEARCH DEPTH FIRST BY m SET seq", "SELECT n FROM r ORDER BY seq"),
-    ("CYCLE m SET c USING p", "SELECT n FROM r"),
+@pytest.mark.parametrize(("clause", "reading", "operator"), [
+    ("SEARCH DEPTH FIRST BY n, m SET seq", "SELECT n FROM r ORDER BY seq", "an ordering"),
+    ("SEARCH BREADTH FIRST BY m SET seq", "SELECT n FROM r", "an ordering"),
+    ("CYCLE m SET c USING p", "SELECT n FROM r", "an equality"),
 ])
-def test_a_column_spark_cannot_order_or_compare(clause, reading, spark):
-    """Spark's own type check refuses a MAP key (PostgreSQL: no equality or ordering operator);
-    it comes as a RecSQLError, but without the clause's line (recsql's planner has no types)."""
+def test_a_column_spark_cannot_order_or_compare(clause, reading, operator, spark):
+    """A MAP column can be neither ordered nor compared by Spark (PostgreSQL's words: no equality
+    or ordering operator): refused when the anchor is typed, before any recursive term runs, at
+    the column as written in the clause."""
     statement = ("WITH RECURSIVE r(n, m) AS (SELECT 1, map(1, 2) UNION ALL "
                  f"SELECT n + 1, m FROM r WHERE n < 3) {clause} {reading}")
-    with pytest.raises(RecSQLError, match=r"(?i)map"):
+    with pytest.raises(RecSQLError) as info:
         recsql.sql(statement, spark=spark).collect()
+    err = info.value
+    assert err.condition == "RECSQL_SEARCH_CYCLE"
+    assert f"could not identify {operator} operator for type map<int,int>" in err.message
+    written = statement.index(clause) + clause.index(" m ") + 1  # the clause's `m`, by hand
+    assert (err.line, err.pos) == (1, written), str(err)
