@@ -217,7 +217,9 @@ def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) ->
                 return locate_span(call, user_sql)
         return {}
     if not written:
-        return _locate_expression(error, params.get("sqlExpr", ""), user_ast, user_sql)
+        return (_locate_expression(error, params.get("sqlExpr") or params.get("expression") or "",
+                                   user_ast, user_sql)
+                or _locate_fragment(error, user_ast, user_sql))
     for table in user_ast.find_all(exp.Table):  # Spark names a relation `db`.`t`, as TableName.sql
         if isinstance(table.this, exp.Identifier) and TableName.of(table).sql.lower() == written.lower():
             return locate_name(table, user_sql)
@@ -254,6 +256,27 @@ def _locate_expression(error: PySparkException, spark_text: str, user_ast: exp.E
     if (error.getCondition() or "").endswith("FILTER_NOT_BOOLEAN"):
         found = [n for n in found if _is_condition(n)]
     return locate_span(found[0], user_sql) if len(found) == 1 else {}
+
+
+def _locate_fragment(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
+    """The one part of the user's query that renders as the text Spark's query context quotes
+    from recsql's rendering (`sum(`Cost`)` of a nested aggregate); {} where no part, or more than
+    one, does. A whole query is not a place: Spark quotes it when it has nothing narrower."""
+    def text(node: exp.Expr) -> str:
+        return re.sub(r"\s+", "", node.sql("rasql", identify=True, comments=False)).lower()
+
+    for context in error.getQueryContext() or []:
+        try:
+            fragment = re.sub(r"\s+", "", context.fragment() or "").lower()
+        except Exception:  # noqa: BLE001 - a DataFrame context has no SQL fragment
+            continue
+        if not fragment:
+            continue
+        found = [n for n in user_ast.walk() if isinstance(n, exp.Expr)
+                 and not isinstance(n, (exp.Query, exp.Paren, exp.Identifier)) and text(n) == fragment]
+        if len(found) == 1:
+            return locate_span(found[0], user_sql)
+    return {}
 
 
 def _unparenthesized(node: exp.Expr) -> exp.Expr:

@@ -171,8 +171,9 @@ def test_type_mismatch_in_branch(spark):
     run_error(spark, q, RecSQLAnalysisError)
 
 
-# Spark's analysis errors that name an expression, an ambiguous column or an unknown function:
-# recsql ran its own rendering of the query, so Spark's position is in text the user never wrote;
+# Spark's analysis errors that name an expression, an ambiguous column or an unknown function,
+# or quote a part of the query: recsql ran its own rendering of the query, so Spark's position is
+# in text the user never wrote;
 # the caret points at what Spark names, found in the user's text (the needle's place, by hand).
 LOCATED = [
     ("DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES", GOOD.replace("path.Dst = edge.Src", "path.Dst = map(1, 2)"),
@@ -184,6 +185,12 @@ LOCATED = [
      "Dst, Cost FROM path, edge"),
     ("DATATYPE_MISMATCH.INVALID_ORDERING_TYPE", GOOD + "\nWHERE map(1, 2) = map(2, 3)", "map(1, 2) = map"),
     ("UNRESOLVED_ROUTINE", GOOD.replace("SELECT edge.Dst,", "SELECT nofn(edge.Dst),"), "nofn("),
+    # located by the text Spark quotes from recsql's rendering of the final query
+    ("NESTED_AGGREGATE_FUNCTION", GOOD.replace("SELECT Dst, Cost FROM path", "SELECT max(sum(Cost)) FROM path"),
+     "sum(Cost)"),
+    ("GROUP_BY_POS_OUT_OF_RANGE", GOOD + " GROUP BY 5", "5"),
+    ("MISSING_AGGREGATION", GOOD.replace("SELECT Dst, Cost FROM path", "SELECT Dst, count(*) FROM path GROUP BY Cost"),
+     "Dst, count"),
 ]
 
 
