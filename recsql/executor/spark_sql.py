@@ -203,6 +203,12 @@ def _spark_position(error: PySparkException, sql: str) -> dict:
     return {"line": int(match.group(1)), "pos": int(match.group(2))} if match else {}
 
 
+# The message parameters in which Spark names the expression it complains about, as it renders it
+# (`"(Y = M)"`): a type mismatch's, an aggregate's outside GROUP BY, a WHERE condition's, a window
+# function's.
+_EXPRESSION_PARAMS = ("sqlExpr", "expression", "condition", "wf_expr")
+
+
 def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
     """Find what Spark complains about in the user's own AST: the column, table or function it
     could not resolve, the column it found ambiguous (its first use), or the expression whose
@@ -217,9 +223,11 @@ def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) ->
                 return locate_span(call, user_sql)
         return {}
     if not written:
-        return (_locate_expression(error, params.get("sqlExpr") or params.get("expression") or "",
-                                   user_ast, user_sql)
-                or _locate_fragment(error, user_ast, user_sql))
+        for named in _EXPRESSION_PARAMS:
+            position = _locate_expression(error, params.get(named) or "", user_ast, user_sql)
+            if position:
+                return position
+        return _locate_fragment(error, user_ast, user_sql)
     for table in user_ast.find_all(exp.Table):  # Spark names a relation `db`.`t`, as TableName.sql
         if isinstance(table.this, exp.Identifier) and TableName.of(table).sql.lower() == written.lower():
             return locate_name(table, user_sql)

@@ -191,6 +191,9 @@ LOCATED = [
     ("GROUP_BY_POS_OUT_OF_RANGE", GOOD + " GROUP BY 5", "5"),
     ("MISSING_AGGREGATION", GOOD.replace("SELECT Dst, Cost FROM path", "SELECT Dst, count(*) FROM path GROUP BY Cost"),
      "Dst, count"),
+    ("INVALID_WHERE_CONDITION", GOOD + " WHERE max(Cost) > 1", "max(Cost) > 1"),
+    ("WINDOW_FUNCTION_FRAME_NOT_ORDERED",
+     GOOD.replace("SELECT Dst, Cost FROM path", "SELECT row_number() OVER () FROM path"), "row_number()"),
 ]
 
 
