@@ -195,7 +195,7 @@ def run(args) -> list[str]:
                           f"{on / floor:.1f}x the floor.", ""]
         con.close()
         if args.out:  # what is measured so far survives a later graph that does not finish
-            args.out.write_text("\n".join(lines) + "\n")
+            _write(args.out, lines)
     spark.stop()
     return lines
 
@@ -235,6 +235,17 @@ def _engine(spark, con, name: str, queries: tuple[str, str, str], values: dict[s
     return through_duckdb
 
 
+_KEPT: dict[Path, str] = {}  # a results file's text before this run
+
+
+def _write(out: Path, lines: list[str]) -> None:
+    """This run's section after what `out` held before the run: the file keeps the history of
+    the runs (DEMAND.md is read as one), a run is added to it, none is replaced."""
+    if out not in _KEPT:
+        _KEPT[out] = out.read_text().rstrip() + "\n\n" if out.exists() else ""
+    out.write_text(_KEPT[out] + "\n".join(lines) + "\n")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks demand")
     parser.add_argument("--rmat", type=int, default=12, help="RMAT scale (0: none)")
@@ -248,10 +259,10 @@ def main(argv=None) -> None:
     parser.add_argument("--off-for", nargs="*", choices=list(QUESTIONS), default=None,
                         help="run recsql without the rewrite for these questions only")
     parser.add_argument("--questions", nargs="*", choices=list(QUESTIONS), default=list(QUESTIONS))
-    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=None,
+                        help="the results file: this run is added after what it holds")
     args = parser.parse_args(argv)
     lines = run(args)
-    text = "\n".join(lines) + "\n"
-    print(text)
+    print("\n".join(lines))
     if args.out:
-        args.out.write_text(text)
+        _write(args.out, lines)
