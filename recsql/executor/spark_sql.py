@@ -4,6 +4,7 @@ Spark's exceptions about the user's query into recsql errors (never a raw Py4J t
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -20,6 +21,8 @@ from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.planner.checks import locate_name
 from recsql.planner.locate import locate, locate_span
 from recsql.planner.names import TableName
+
+log = logging.getLogger(__name__)
 
 # pyspark logs every analysis error it raises as JSON on stderr; recsql reports them itself.
 _PYSPARK_ERROR_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
@@ -170,7 +173,11 @@ def from_spark_error(error: PySparkException, user_sql: str, user_ast: exp.Expr 
     if at is not None:
         position = at
     elif user_ast is not None:
-        position = _locate_named(error, user_ast, user_sql)
+        try:
+            position = _locate_named(error, user_ast, user_sql)
+        except Exception:  # noqa: BLE001 - the place is a courtesy; Spark's error must reach the user
+            log.debug("recsql: no place found for %s", condition, exc_info=True)
+            position = {}
     else:
         position = _spark_position(error, user_sql)
     cls = RecSQLParseError if isinstance(error, ParseException) else RecSQLAnalysisError

@@ -204,6 +204,20 @@ def test_type_and_ambiguity_errors_point_at_the_users_text(spark, condition, q, 
     assert_points_at(err, q, needle)
 
 
+def test_a_failure_to_find_the_place_still_reports_sparks_error(spark, monkeypatch):
+    """Finding the place is a courtesy: if it fails, the user still gets Spark's error."""
+    from recsql.executor import spark_sql
+
+    def broken(*args):
+        raise RuntimeError("a bug in the locator")
+
+    monkeypatch.setattr(spark_sql, "_locate_expression", broken)
+    q = GOOD.replace("path.Dst = edge.Src", "path.Dst = map(1, 2)")
+    err = run_error(spark, q, RecSQLAnalysisError)
+    assert err.condition == "DATATYPE_MISMATCH.BINARY_OP_DIFF_TYPES"
+    assert (err.line, err.pos) == (None, None)
+
+
 def test_an_expression_written_twice_gets_no_caret(spark):
     """Spark names `(Dst = map(1, 2))` without saying which of the two: no caret that may mislead."""
     q = GOOD.replace("path.Dst = edge.Src", "(path.Dst = map(1, 2) OR path.Dst = map(1, 2))")
