@@ -218,8 +218,8 @@ _EXPRESSION_PARAMS = ("sqlExpr", "expression", "condition", "wf_expr")
 
 def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) -> dict:
     """Find what Spark complains about in the user's own AST: the column, table or function it
-    could not resolve, the column it found ambiguous (its first use), or the expression whose
-    types do not fit."""
+    could not resolve, the column it found ambiguous (its first use), the expression it names
+    (`_EXPRESSION_PARAMS`), or else the part of the query it quotes."""
     params = error.getMessageParameters() or {}
     written = params.get("objectName") or params.get("relationName") or (
         params.get("name", "") if error.getCondition() == "AMBIGUOUS_REFERENCE" else "")
@@ -311,7 +311,7 @@ def _unqualified(node: exp.Expr) -> str:
 
 
 def _is_condition(node: exp.Expr) -> bool:
-    """A WHERE or ON condition (a part of one joined by AND is Spark's to name, not this)."""
+    """A whole WHERE or ON condition: what Spark says is not boolean is a filter's condition."""
     parent = node.parent
     while isinstance(parent, exp.Paren):
         parent = parent.parent
