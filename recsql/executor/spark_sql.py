@@ -247,9 +247,9 @@ def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) ->
     for node in columns:
         if [i.name.lower() for i in node.parts] == parts:
             return locate(node, user_sql)
-    for node in [*columns, *user_ast.find_all(exp.Table)]:
-        if node.name.lower() == parts[-1]:
-            return locate(node, user_sql)
+    for candidate in [*columns, *user_ast.find_all(exp.Table)]:
+        if candidate.name.lower() == parts[-1]:
+            return locate(candidate, user_sql)
     return {}
 
 

@@ -45,9 +45,9 @@ def _modern_args(kind: int, args):
 
 
 SPECS: dict[type, list] = {
-    cls: [cls, _modern(cls.thrift_spec)]
+    cls: [cls, _modern(spec)]
     for module in (ttypes, TCLIService) for cls in vars(module).values()
-    if isinstance(cls, type) and getattr(cls, "thrift_spec", None) is not None
+    if isinstance(cls, type) and (spec := getattr(cls, "thrift_spec", None)) is not None
 }
 
 # Structs that may hold bulk-encoded result columns, written by the pure-Python protocol
