@@ -236,6 +236,7 @@ def check_width(cte: CTEPlan, branch: Branch, width: int, sql: str) -> None:
             f"has {len(cte.head)} ({', '.join(cte.columns)}); make them agree",
             condition="RECSQL_HEAD_BRANCH_MISMATCH",
             sql=sql,
+            **locate(branch.select, sql),
         )
 
 

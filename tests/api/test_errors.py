@@ -115,6 +115,15 @@ def test_head_branch_mismatch(spark):
     assert "Dst" in err.message and "Cost" in err.message
 
 
+def test_a_star_branch_of_the_wrong_width_points_at_the_branch(spark):
+    """`edge.*` is three columns only once typed (the executor's check, not the planner's)."""
+    q = GOOD.replace("SELECT edge.Dst, path.Cost + edge.Cost FROM", "SELECT edge.* FROM")
+    err = run_error(spark, q, RecSQLAnalysisError)
+    assert err.condition == "RECSQL_HEAD_BRANCH_MISMATCH"
+    assert "yields 3 column(s) but the head has 2" in err.message
+    assert_points_at(err, q, "edge.*")
+
+
 def test_unsupported_head_aggregate_avg(spark):
     q = GOOD.replace("min() AS Cost", "avg() AS Cost")
     err = run_error(spark, q, RecSQLAnalysisError)
