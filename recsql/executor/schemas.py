@@ -134,6 +134,8 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
     schemas = {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
     for cte in group.ctes:
         _check_ranked_types(cte, schemas[cte.key], run.ctx.sql)
+        # again once widened: an anchor's NULL may become a map only in a recursive term
+        _check_compared_types(cte, types[cte.key], run.ctx.sql)
     return schemas
 
 

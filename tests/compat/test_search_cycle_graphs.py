@@ -139,3 +139,15 @@ def test_a_column_spark_cannot_order_or_compare(clause, reading, operator, spark
     assert f"could not identify {operator} operator for type map<int,int>" in err.message
     written = statement.index(clause) + clause.index(" m ") + 1  # the clause's `m`, by hand
     assert (err.line, err.pos) == (1, written), str(err)
+
+
+def test_a_map_only_the_recursive_term_gives_is_refused_too(spark):
+    """The anchor's NULL says nothing of the column's type; the widened type is checked as well."""
+    statement = ("WITH RECURSIVE r(n, m) AS (SELECT 1, NULL UNION ALL SELECT n + 1, map(1, 2) FROM r "
+                 "WHERE n < 3) SEARCH BREADTH FIRST BY m SET seq SELECT n FROM r ORDER BY seq")
+    with pytest.raises(RecSQLError) as info:
+        recsql.sql(statement, spark=spark).collect()
+    err = info.value
+    assert err.condition == "RECSQL_SEARCH_CYCLE"
+    assert "could not identify an ordering operator for type map<int,int>" in err.message
+    assert (err.line, err.pos) == (1, statement.index("BY m SET") + 3), str(err)
