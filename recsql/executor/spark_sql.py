@@ -238,8 +238,10 @@ def _locate_named(error: PySparkException, user_ast: exp.Expr, user_sql: str) ->
     for table in user_ast.find_all(exp.Table):  # Spark names a relation `db`.`t`, as TableName.sql
         if isinstance(table.this, exp.Identifier) and TableName.of(table).sql.lower() == written.lower():
             return locate_name(table, user_sql)
-    parts = [(m.group(1) or m.group(0)).replace("``", "`").lower()
-             for m in re.finditer(r"`((?:[^`]|``)*)`|[^.`]+", written)]
+    try:  # `edge`.`nope`: its parts as Spark reads a dotted name
+        parts = list(TableName.parse(written).key)
+    except SqlglotError:  # not a dotted name sqlglot reads: its last part as written
+        parts = [written.split(".")[-1].strip("`").lower()]
     if not parts:
         return {}
     columns = list(user_ast.find_all(exp.Column))
@@ -266,7 +268,7 @@ def _locate_expression(error: PySparkException, spark_text: str, user_ast: exp.E
     except SqlglotError:
         return {}
     key = _unqualified(wanted)
-    found = [n for n in user_ast.find_all(type(_unparenthesized(wanted)))
+    found = [n for n in user_ast.find_all(type(wanted.unnest()))
              if not isinstance(n, exp.Paren) and _unqualified(n) == key]
     if (error.getCondition() or "").endswith("FILTER_NOT_BOOLEAN"):
         found = [n for n in found if _is_condition(n)]
@@ -294,20 +296,14 @@ def _locate_fragment(error: PySparkException, user_ast: exp.Expr, user_sql: str)
     return {}
 
 
-def _unparenthesized(node: exp.Expr) -> exp.Expr:
-    while isinstance(node, exp.Paren):
-        node = node.this
-    return node
-
-
 def _unqualified(node: exp.Expr) -> str:
     """`node` as Spark names it in a message, case aside: no table qualifiers, no parentheses."""
     def strip(n: exp.Expr) -> exp.Expr:
         if isinstance(n, exp.Column):
             return exp.column(n.name)
-        return _unparenthesized(n) if isinstance(n, exp.Paren) else n
+        return n.unnest()
 
-    return _unparenthesized(node).transform(strip).sql("spark").lower()
+    return node.unnest().transform(strip).sql("spark").lower()
 
 
 def _is_condition(node: exp.Expr) -> bool:
