@@ -23,10 +23,10 @@ if TYPE_CHECKING:
         RecSQLExecutionError,
         RecSQLParseError,
     )
-    from recsql.executor.run import Result
     from recsql.executor.session import session
     from recsql.executor.stats import IterationStats
     from recsql.server import serve
+    from recsql.statements import Result
 
 __version__ = "0.1.0"
 
@@ -35,7 +35,7 @@ _EXPORTS = {
     "explain": "recsql.api", "run": "recsql.api", "script": "recsql.api", "sql": "recsql.api",
     "RecSQLAnalysisError": "recsql.errors", "RecSQLEnvironmentError": "recsql.errors",
     "RecSQLError": "recsql.errors", "RecSQLExecutionError": "recsql.errors",
-    "RecSQLParseError": "recsql.errors", "Result": "recsql.executor.run",
+    "RecSQLParseError": "recsql.errors", "Result": "recsql.statements",
     "session": "recsql.executor.session", "IterationStats": "recsql.executor.stats",
     "serve": "recsql.server",
 }

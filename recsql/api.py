@@ -1,4 +1,6 @@
-"""The public entry points. Each only chains the stages: parse -> plan -> execute."""
+"""The public entry points: each reads its arguments as `SparkSession.sql` does, parses the
+statement and hands it to the statement layer (`recsql.statements`), whose handlers chain the
+stages bind -> plan -> analyse -> execute."""
 
 from __future__ import annotations
 
@@ -10,13 +12,14 @@ from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import get_lit_sql_str
 
+from recsql import statements
 from recsql.errors import RecSQLError
-from recsql.executor.run import Result, Runner, run_statement
 from recsql.executor.session import resolve
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs
 from recsql.executor.stats import IterationStats
 from recsql.parser import parse_statement, split_statements
 from recsql.settings import Settings
+from recsql.statements import Request, Result
 
 Progress = Callable[[IterationStats], None]
 
@@ -38,17 +41,17 @@ def run(query: str, args: dict | list | None = None, *, spark: SparkSession | No
         resume: bool = False, **kwargs: Any) -> Result:
     """Like `sql`, but returns a `Result` with `.df` and per-iteration `.stats`."""
     spark = resolve(spark)
-    runner = _runner(spark, args, conf, progress)
-    runner.resume = resume
+    settings = Settings.read(spark, conf)
     text, frames = _format(query, kwargs)
-    runner.frames = frames
     statement = parse_statement(text)
-
-    def passthrough() -> DataFrame:
-        return _spark_sql(spark, query, args, kwargs)
-
+    request = Request(
+        spark=spark, settings=settings, statement=statement,
+        # positional `?` markers (a list) reach only statements passed straight to Spark
+        args=None if isinstance(args, list) else args, frames=frames,
+        passthrough=lambda: _spark_sql(spark, query, args, kwargs),
+        on_iteration=progress, resume=resume)
     try:
-        return run_statement(runner, statement, passthrough)
+        return statements.run(request)
     except RecSQLError as error:
         raise error.with_sql(statement.text) from None
 
@@ -74,13 +77,6 @@ def explain(query: str, args: dict | list | None = None, *, spark: SparkSession 
     prefix = "" if stripped[:7].upper() == "EXPLAIN" else f"EXPLAIN {mode}"
     result = run(prefix + query, args, spark=spark, conf=conf, **kwargs)
     return "\n".join(row[0] for row in result.df.collect())
-
-
-def _runner(spark, args, conf, progress) -> Runner:
-    # Positional `?` markers (a list) reach only statements passed straight to Spark.
-    named = None if isinstance(args, list) else args
-    settings = Settings.read(spark, conf)
-    return Runner(spark=spark, settings=settings, args=named, frames={}, on_iteration=progress)
 
 
 def _spark_sql(spark: SparkSession, query: str, args, kwargs: dict) -> DataFrame:

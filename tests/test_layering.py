@@ -1,5 +1,5 @@
-"""The house's arrows point one way: parser -> planner -> executor -> api, and the CLI on the
-public package. Every import counts, including lazy ones inside functions and those under
+"""The house's arrows point one way: parser -> planner -> executor -> statements and api, and
+the CLI on the public package. Every import counts, including lazy ones inside functions and those under
 TYPE_CHECKING: a circle hidden in a function is still a circle for the reader."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ PACKAGE = Path(__file__).parents[1] / "recsql"
 
 # Lower ranks never import higher ones; the CLI reaches the engine only through the public
 # `recsql` package (and the parser's statement splitting, which the shell needs).
-RANKS = {"errors": 0, "settings": 0, "parser": 1, "planner": 2, "executor": 3, "api": 4,
-         "__init__": 5, "cli": 6, "server": 6}
+RANKS = {"errors": 0, "settings": 0, "parser": 1, "planner": 2, "executor": 3, "statements": 4,
+         "api": 4, "__init__": 5, "cli": 6, "server": 6}
 CLI_MAY_IMPORT = {"recsql", "recsql.errors", "recsql.settings", "recsql.parser"}
 # The package re-exports `recsql.serve` from the server's light `__init__`, which loads the server
 # (itself on the public package, like the CLI) only when one starts: not an edge of the house.

@@ -1,6 +1,6 @@
 """Stage 2: analyse and plan. Pure Python over sqlglot ASTs; no Spark needed."""
 
-from recsql.planner.build import cte_binding, plan_query
+from recsql.planner.build import plan_query
 from recsql.planner.catalog import Catalog, DictCatalog
 from recsql.planner.model import (
     ALL,
@@ -11,6 +11,7 @@ from recsql.planner.model import (
     HeadColumn,
     QueryPlan,
     ViewStep,
+    cte_binding,
 )
 from recsql.planner.text import render_plan
 

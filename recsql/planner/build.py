@@ -36,6 +36,7 @@ from recsql.planner.model import (
     RefJoin,
     Step,
     ViewStep,
+    cte_binding,
 )
 from recsql.planner.names import TableName, is_cte_reference
 from recsql.planner.scc import strongly_connected
@@ -459,10 +460,6 @@ class _Planner:
         for table in _cte_tables(node, names):
             table.replace(bound_table(cte_binding(table.name), table.alias_or_name))
         return node
-
-
-def cte_binding(name: str) -> str:
-    return f"rq_cte_{name.lower()}"
 
 
 def _plain_table(table: exp.Table) -> bool:

@@ -233,6 +233,11 @@ class GroupStep:
 Step = ViewStep | GroupStep
 
 
+def cte_binding(name: str) -> str:
+    """The name a CTE's DataFrame is bound to in the plan's queries (`{rq_cte_path}`)."""
+    return f"rq_cte_{name.lower()}"
+
+
 @dataclass
 class QueryPlan:
     steps: list[Step]

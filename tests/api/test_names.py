@@ -193,13 +193,14 @@ def test_checkpoint_fingerprints_tell_tables_of_one_name_apart(spark, catalog, u
     """A checkpoint of `roads` under `USE names_db` is never resumed for `roads` under another
     schema, nor one of `names_db.links` for the one-part `` `names_db.links` ``."""
     from recsql.executor.recovery import fingerprint, read_relations
-    from recsql.executor.run import Runner
     from recsql.parser import parse_statement
+    from recsql.planner import plan_query
     from recsql.settings import Settings
+    from recsql.statements.catalog import SparkCatalog
 
     def fingerprint_of(reference: str) -> tuple[str, set]:
         text = QUERY.replace("{T}", reference)
-        plan = Runner(spark, Settings.read(spark), None, {}).plan(parse_statement(text).expression, text)
+        plan = plan_query(parse_statement(text).expression, text, SparkCatalog(spark))
         return fingerprint(spark, plan, Settings.read(spark), None, {}), read_relations(plan)
 
     use(DB)

@@ -28,10 +28,10 @@ from conftest import REPO, rows
 from sqlglot import exp
 
 import recsql
-from recsql.executor.run import SparkCatalog
 from recsql.parser import parse_statement, split_statements
 from recsql.parser.dialect import CycleClause, SearchClause
 from recsql.planner import plan_query, render_plan
+from recsql.statements.catalog import SparkCatalog
 
 EXAMPLES = REPO / "examples"
 TOOL_DIALECTS = ("hive", "spark")
