@@ -98,11 +98,15 @@ def plan_query(query: exp.Query, sql: str, catalog: Catalog, demand: bool = True
     if not recursive and not any(d.has_head_aggregate for d in defs.values()):
         return None
     checks.check_tables(as_written, sql, catalog, set())
+    checks.check_unimplemented(as_written, sql)
     query = query.copy()
     query.set("with_", None)
     planner = _Planner(sql, catalog, defs, deps)
     steps = [planner.step(component) for component in components]
     _limit_ends_recursion(targets, steps)
+    for step in steps:
+        if isinstance(step, GroupStep):
+            checks.check_steps_end(step, sql)
     final = planner.bind_ctes(query, set(defs))
     plan = QueryPlan(steps=steps, final=final, sql=sql, demand=pushed.notes)
     plan.parameters = {p.name for p in query.find_all(exp.Placeholder) if not p.args.get("widget")}

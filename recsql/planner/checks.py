@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import difflib
+import re
 
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
-from recsql.planner.locate import locate
+from recsql.planner.locate import locate, locate_span
 from recsql.planner.names import TableName, is_cte_reference
 
 # Constructs a recursive branch may not contain, with the reason given to the user. Under UNION
@@ -28,6 +29,14 @@ FORBIDDEN_IN_RECURSIVE_BRANCH = (
 )
 # Allowed in a UNION ALL term: each step aggregates the previous step's rows, as in DuckDB.
 PER_STEP = (exp.AggFunc, exp.Group)
+# Clauses the dialect parses that recsql does not implement, with the words that start them in
+# the text (where the error points) and the fix: refused, never silently dropped. PostgreSQL
+# refuses FOR UPDATE in a recursive query too ("FOR UPDATE/SHARE in a recursive query is not
+# implemented"); Spark has no locking reads.
+UNIMPLEMENTED = (
+    (exp.Lock, "a locking read (FOR UPDATE / FOR SHARE)", r"\bFOR\s+(NO\s+KEY\s+|KEY\s+)?(UPDATE|SHARE)\b",
+     "recsql and Spark read tables without locking rows; remove the clause"),
+)
 
 
 def check_branch_columns(cte, index: int, body: exp.Query, sql: str, name: exp.Expr | None = None) -> None:
@@ -45,6 +54,57 @@ def check_branch_columns(cte, index: int, body: exp.Query, sql: str, name: exp.E
             condition="RECSQL_HEAD_BRANCH_MISMATCH",
             **(locate(body, sql) or locate(name, sql)),
         )
+
+
+def check_unimplemented(query: exp.Expr, sql: str) -> None:
+    """Refuse a clause of `query` (a statement recsql plans) that recsql does not implement."""
+    for kind, what, words, fix in UNIMPLEMENTED:
+        node = query.find(kind)
+        if node is None:
+            continue
+        at = locate_span(node.parent, sql) if node.parent is not None else {}
+        found = re.search(words, sql[_offset(sql, at):], re.IGNORECASE) if at else None
+        if found:
+            start = _offset(sql, at) + found.start()
+            at = {"line": sql.count("\n", 0, start) + 1,
+                  "pos": start - (sql.rfind("\n", 0, start) + 1), "length": len(found.group(0))}
+        raise RecSQLAnalysisError(
+            f"{what[0].upper()}{what[1:]} in a recursive query is not implemented: {fix}",
+            condition="RECSQL_UNSUPPORTED_CLAUSE", **at)
+
+
+def _offset(sql: str, at: dict) -> int:
+    """The offset in `sql` of a `locate` position."""
+    lines = sql.split("\n")
+    return sum(len(line) + 1 for line in lines[: at["line"] - 1]) + at["pos"]
+
+
+def check_steps_end(group, sql: str) -> None:
+    """Refuse a UNION ALL recursion that can never end: a recursive term that aggregates its own
+    CTE's previous step with no GROUP BY or HAVING (`SELECT count(*) FROM x`) yields one row
+    every step, whatever the rows, so its delta is never empty. Spark and PostgreSQL refuse an
+    aggregate over the recursive reference at once; recsql allows one that may end (each step
+    aggregates the previous step's rows, as in DuckDB), and a final LIMIT ends the recursion."""
+    if group.row_target is not None:
+        return
+    for cte in group.ctes:
+        for branch in cte.recursive_branches if cte.bag else []:
+            select = branch.select
+            if not isinstance(select, exp.Select) or select.args.get("group") \
+                    or select.args.get("having") or any(r.cte != cte.key for r in branch.refs):
+                continue
+            aggregate = next((a for a in _own_nodes(select, exp.AggFunc)
+                              if not isinstance(a.parent, exp.Window)), None)
+            if aggregate is None:
+                continue
+            raise RecSQLAnalysisError(
+                f"Recursive branch {branch.index} of CTE `{cte.name}` aggregates the previous "
+                "step's rows with no GROUP BY or HAVING, so under UNION ALL every step yields "
+                "one row again and the recursion never ends (Spark and PostgreSQL refuse an "
+                "aggregate over the recursive reference). Give it a HAVING that stops it, "
+                f"filter its result (`SELECT c FROM (SELECT count(*) AS c FROM {cte.name}) "
+                "WHERE c < 10`), or read the CTE with a LIMIT",
+                condition="RECSQL_RECURSION_NEVER_ENDS", **locate(aggregate, sql))
 
 
 def check_recursive_branch(cte, branch, group_defs: dict, sql: str,

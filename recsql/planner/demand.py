@@ -50,9 +50,10 @@ from recsql.planner.branches import branches_of, has_modifiers
 from recsql.planner.doubling import has_clauses, single_equality
 from recsql.planner.names import is_cte_reference
 from recsql.planner.scoping import rename_reads
+from recsql.planner.search_cycle import WRAPPER
 
 CONSTANT_NODES = (exp.Literal, exp.Placeholder, exp.Neg, exp.Paren, exp.Cast, exp.DataType,
-                  exp.Boolean, exp.Identifier, exp.Var)
+                  exp.Boolean, exp.Null, exp.Identifier, exp.Var)
 # what an anchor's column may be to be filtered in its WHERE (no aggregates, windows, generators
 # or non-deterministic functions: the filter must see the value the SELECT outputs)
 FILTERABLE_NODES = CONSTANT_NODES + (exp.Column, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod,
@@ -436,6 +437,9 @@ def _push_through_projection(query, ctes, cte: exp.CTE, index: int, templates) -
 
 def _check_carried(branch: exp.Query, number: int, ref: exp.Table, name: str, index: int) -> None:
     """Branch `number` outputs, at `index`, its reference's column `name` unchanged."""
+    inner = _search_cycle_term(branch, index)
+    if inner is not None:  # SEARCH/CYCLE's own wrapper: the user's term is inside it
+        branch = inner
     if not isinstance(branch, exp.Select) or ref.parent_select is not branch:
         raise _NotPushed(f"branch {number} reads the recursion in a subquery")
     if has_modifiers(branch) or branch.find(exp.Window) is not None:
@@ -453,6 +457,25 @@ def _check_carried(branch: exp.Query, number: int, ref: exp.Table, name: str, in
     group = branch.args.get("group")
     if group is not None and not any(_same_column(g, output) for g in group.expressions):
         raise _NotPushed(f"branch {number} aggregates over rows of several {name} values")
+
+
+def _search_cycle_term(branch: exp.Query, index: int) -> exp.Select | None:
+    """The user's recursive term inside the SEARCH/CYCLE rewrite's wrapper (`SELECT w.c1, ...,
+    <extras> FROM (term) AS __search_cycle(c1, ...) WHERE <not a cycle>`) when the wrapper
+    outputs the term's column `index` unchanged; None for any other branch. The wrapper only
+    adds the SEARCH/CYCLE columns and stops at a cycle: a column the term carries, the whole
+    branch carries."""
+    source = branch.args.get("from_") if isinstance(branch, exp.Select) else None
+    derived = source.this if source is not None else None
+    if not isinstance(derived, exp.Subquery) or derived.alias != WRAPPER \
+            or not isinstance(derived.this, exp.Select) or branch.args.get("joins"):
+        return None
+    columns = derived.args["alias"].columns
+    output = branch.expressions[index].unalias() if index < len(branch.expressions) else None
+    if not isinstance(output, exp.Column) or output.table != WRAPPER or index >= len(columns) \
+            or output.name != columns[index].name:
+        return None
+    return derived.this
 
 
 def _anchor_filter(branch: exp.Query, number: int, index: int, templates: list[exp.Expr]) -> exp.Expr:

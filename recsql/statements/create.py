@@ -1,13 +1,16 @@
 """CREATE TABLE ... AS and CREATE VIEW over a recursive query.
 
-A table stores the answer. A view whose body needs recsql is stored as a recsql definition
-(`recsql.statements.views`), expanded by every statement that reads it."""
+A table stores the answer. A view whose body Spark evaluates by itself (a `WITH RECURSIVE ...
+UNION ALL` Spark analyses, reading no recursive view of recsql) is created by Spark and stays a
+view plain Spark reads, as pipelines mixing `recsql.sql` and `spark.sql` expect. Only a view
+whose body needs recsql is stored as a recsql definition (`recsql.statements.views`), expanded by
+every statement that reads it."""
 
 from __future__ import annotations
 
 import warnings
 
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
@@ -30,6 +33,8 @@ def run(request: Request, node: exp.Create) -> Result:
     plan = stages.analyse(request, plan)
     if kind == "VIEW":
         _check_storable(request, target(node).sql("rasql"), plan, node)
+        if not expansion.views and _spark_evaluates(request.spark, node.expression):
+            return _by_spark(request, node, kind)
         return _create_recursive_view(request, node, plan, expansion)
     result = stages.execute(request, plan)
     writer = result.df.write
@@ -107,6 +112,16 @@ def _check_storable(request: Request, name: str, plan: QueryPlan, node: exp.Crea
             "statement (Spark refuses parameters in views too); write the values into its text "
             "or create a table instead",
             condition="RECSQL_VIEW_WITH_PARAMETERS", **locate(node.expression, request.text))
+
+
+def _spark_evaluates(spark: SparkSession, query: exp.Query) -> bool:
+    """Whether Spark analyses `query` by itself (no Spark job: the analysis alone)."""
+    try:
+        with quiet_pyspark_error_logs():
+            spark.sql(render(query, escape_braces=False)).columns  # noqa: B018 (the analysis)
+    except (AnalysisException, ParseException):
+        return False
+    return True
 
 
 def _temporary_reads(spark: SparkSession, expansion: Expansion) -> str | None:

@@ -107,6 +107,26 @@ def test_through_a_stored_recursive_view(spark, edges):
         spark.sql("DROP VIEW IF EXISTS dm_closure")
 
 
+@pytest.mark.parametrize("edges", [5], indirect=True)
+def test_in_with_a_null_on_a_stored_recursive_view_is_pushed_and_explained(spark, edges):
+    """`x IN (7, NULL)` keeps the rows `x = 7` keeps (the NULL compares unknown): pushed as
+    written, and EXPLAIN says so (docs/dialect.md section 4)."""
+    spark.sql("DROP VIEW IF EXISTS dm_closure_in")
+    recsql.sql("CREATE TEMPORARY VIEW dm_closure_in AS " + TC.replace(" WHERE {where}", "")
+               .replace("SELECT X, Y FROM tc", "SELECT X AS node, Y AS reached FROM tc"), spark=spark)
+    try:
+        for query, sources in [("SELECT reached FROM dm_closure_in WHERE node IN (7, NULL)", {7}),
+                               ("SELECT reached FROM dm_closure_in WHERE node IN (NULL, 3, 7)", {3, 7})]:
+            result = recsql.run(query, spark=spark)
+            expected = sorted((y,) for x, y in closure_from(edges, sources))
+            assert rows(result.df) == expected
+            pushed = query.split("WHERE ")[1]
+            assert result.plan.demand == [f"demand: pushed {pushed} into the base branches of dm_closure_in__tc"]
+            assert f"demand: pushed {pushed}" in recsql.explain(query, spark=spark)
+    finally:
+        spark.sql("DROP VIEW IF EXISTS dm_closure_in")
+
+
 @pytest.mark.parametrize("edges", [6, 7], indirect=True)
 def test_a_final_union_pushes_either_branchs_filter(spark, edges):
     """Each branch of the final UNION reads the closure filtered on its own binding (one on the

@@ -480,7 +480,26 @@ def test_recursion_in_commands_writes_what_spark_writes(spark, statement):
 def test_recursion_in_a_view_reads_what_spark_reads(spark):
     recsql.sql("CREATE OR REPLACE TEMPORARY VIEW cte_rv AS " + COUNT_TO_9 + "SELECT * FROM r", spark=spark)
     try:
-        # the view is recsql's definition: read through recsql, it answers what Spark answers
+        # read through recsql, it answers what Spark answers
         assert bag(recsql.sql("SELECT * FROM cte_rv", spark=spark)) == bag(spark.sql(COUNT_TO_9 + "SELECT * FROM r"))
     finally:
         spark.catalog.dropTempView("cte_rv")
+
+
+@pytest.mark.parametrize("temporary", ["TEMPORARY ", ""])
+def test_a_view_spark_evaluates_by_itself_stays_a_view_spark_reads(spark, temporary):
+    """Spark's cte-recursion.sql creates `rv` over a body Spark evaluates by itself: created
+    through recsql, plain Spark reads it as it reads the one Spark creates (pipelines mix
+    `recsql.sql` and `spark.sql`), and so does recsql."""
+    body = COUNT_TO_9 + "SELECT * FROM r"
+    spark.sql(f"CREATE OR REPLACE {temporary}VIEW cte_rv_by_spark AS {body}")
+    recsql.sql(f"CREATE OR REPLACE {temporary}VIEW cte_rv_by_recsql AS {body}", spark=spark)
+    drop = spark.catalog.dropTempView if temporary else lambda name: spark.sql(f"DROP VIEW {name}")
+    try:
+        expected = bag(spark.sql("SELECT * FROM cte_rv_by_spark"))
+        assert expected == bag(spark.sql("SELECT * FROM cte_rv_by_recsql"))
+        assert expected == bag(recsql.sql("SELECT * FROM cte_rv_by_recsql", spark=spark))
+        assert expected == bag(spark.sql("SELECT * FROM range(10)"))
+    finally:
+        drop("cte_rv_by_spark")
+        drop("cte_rv_by_recsql")

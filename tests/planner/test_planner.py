@@ -453,3 +453,45 @@ def test_a_union_branch_that_is_not_a_query_is_a_located_syntax_error():
     assert info.value.condition == "PARSE_SYNTAX_ERROR"
     assert (info.value.line, info.value.pos) == (1, 25)
     assert "branch 1 of CTE `r`" in str(info.value)
+
+
+@pytest.mark.parametrize("q, at", [
+    ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM x WHERE n < 5 FOR UPDATE) "
+     "SELECT * FROM x", "FOR UPDATE"),
+    ("WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL\nSELECT n + 1 FROM x WHERE n < 5 for  share) "
+     "SELECT * FROM x", "for  share"),
+    ("WITH RECURSIVE x(n) AS (SELECT 1 FOR UPDATE UNION ALL SELECT n + 1 FROM x WHERE n < 5) "
+     "SELECT * FROM x", "FOR UPDATE"),
+])
+def test_a_clause_recsql_does_not_implement_is_refused_not_dropped(q, at):
+    """PostgreSQL's with.sql: `SELECT n+1 FROM x FOR UPDATE` in a recursive term. sqlglot parses
+    the locking read and Spark's SQL has none: dropping it silently answered a query the user
+    did not write."""
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_UNSUPPORTED_CLAUSE"
+    assert "not implemented" in err.message and "FOR UPDATE" in err.message
+    line = q.split("\n")[err.line - 1]
+    assert line[err.pos: err.pos + err.length] == at
+
+
+@pytest.mark.parametrize("term", ["SELECT count(*) FROM x", "SELECT sum(n) FROM x",
+                                  "SELECT max(n) + 1 FROM x WHERE n < 5", "SELECT count(*) FROM x AS y, x AS z"])
+def test_a_union_all_term_that_yields_a_row_every_step_is_refused(term):
+    """A global aggregate of the previous step yields one row whatever the rows: the recursion
+    never ends (Spark and PostgreSQL refuse it at once; recsql ran it to the level limit)."""
+    q = f"WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL {term}) SELECT * FROM x"
+    err = analysis_error(q)
+    assert err.condition == "RECSQL_RECURSION_NEVER_ENDS"
+    assert "never ends" in err.message and "branch 2 of CTE `x`" in err.message
+    assert q[err.pos:].lower().startswith(("count(", "sum(", "max("))
+
+
+@pytest.mark.parametrize("q", [
+    "WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT count(*) FROM x) SELECT * FROM x LIMIT 4",
+    "WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT sum(n) + 1 FROM x HAVING sum(n) < 4) SELECT * FROM x",
+    "WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT c FROM (SELECT count(*) + n AS c FROM x GROUP BY n) "
+    "WHERE c < 4) SELECT * FROM x",
+    "WITH RECURSIVE x(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM x GROUP BY n HAVING n < 4) SELECT * FROM x",
+])
+def test_a_union_all_term_that_may_end_is_planned(q):
+    assert plan(q) is not None
