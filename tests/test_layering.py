@@ -113,3 +113,25 @@ def test_sqlalchemy_dialect_imports_only_pyhive_and_sqlalchemy():
          "print(sorted(m for m in sys.modules if m.split('.')[0] in ('recsql', 'pyspark', 'sqlglot')))"],
         capture_output=True, text=True, check=True, cwd=PACKAGE.parent).stdout
     assert loaded.strip() == "['recsql', 'recsql.sqlalchemy']"
+
+
+# The executor receives an analysed plan: of the planner it reads the plan's data model (and
+# the package's re-export of it). Binding and planning a statement are the statement layer's
+# (`recsql.statements`). What it imports besides is listed, so that no new use creeps in: the
+# run-time rewrites of a branch (`seeds`, `doubling`) and the locators of an error's place.
+EXECUTOR_READS_OF_THE_PLANNER = {
+    "recsql.planner", "recsql.planner.model", "recsql.planner.names",
+    "recsql.planner.seeds", "recsql.planner.doubling", "recsql.planner.locate", "recsql.planner.checks",
+}
+
+
+def test_the_executor_reads_the_plan_not_the_planner():
+    wrong = sorted(f"{module} -> {target}" for module, targets in graph().items()
+                   if room(module) == "executor" for target in targets
+                   if room(target) == "planner" and target not in EXECUTOR_READS_OF_THE_PLANNER)
+    assert not wrong, "\n".join(wrong)
+    stages = {"plan_query", "expand_views", "render_plan", "table_not_found"}
+    calls = sorted(f"{path.name}: {node.id}" for name, path in modules().items() if room(name) == "executor"
+                   for node in ast.walk(ast.parse(path.read_text()))
+                   if isinstance(node, ast.Name) and node.id in stages)
+    assert not calls, calls
