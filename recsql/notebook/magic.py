@@ -10,6 +10,7 @@ cell's own text, without a Python traceback; any other error keeps its traceback
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -128,6 +129,14 @@ def notebook_session() -> SparkSession:
     return recsql.session()
 
 
+class Interrupted(KeyboardInterrupt):
+    """The kernel was interrupted and the cell's Spark jobs cancelled: one line instead of the
+    traceback of wherever the interrupt landed (most often inside Py4J's socket read)."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[1;33mKeyboardInterrupt: {self}\x1b[0m"]
+
+
 @contextlib.contextmanager
 def cancelled_on_interrupt(spark: SparkSession) -> Iterator[None]:
     """Tag every Spark job the cell starts; on a kernel interrupt (KeyboardInterrupt) cancel
@@ -135,12 +144,33 @@ def cancelled_on_interrupt(spark: SparkSession) -> Iterator[None]:
     tag = f"recsql-notebook-{uuid.uuid4().hex}"
     spark.addTag(tag)
     try:
-        yield
+        with _quiet_py4j_interrupts():
+            yield
     except KeyboardInterrupt:
         spark.interruptTag(tag)
-        raise
+        raise Interrupted("recsql cancelled the cell's Spark jobs; the session is usable") from None
     finally:
         spark.removeTag(tag)
+
+
+@contextlib.contextmanager
+def _quiet_py4j_interrupts() -> Iterator[None]:
+    """Py4J logs a KeyboardInterrupt inside a call to the JVM at ERROR, with its traceback (on
+    the root logger, then on its own while it drops the connection; the interrupt itself goes
+    on): in a notebook that is a screen of red for a click on the stop button."""
+    root, py4j = logging.getLogger(), logging.getLogger("py4j")
+
+    def not_interrupts(record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("KeyboardInterrupt while sending command")
+
+    level = py4j.level
+    root.addFilter(not_interrupts)
+    py4j.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        root.removeFilter(not_interrupts)
+        py4j.setLevel(level)
 
 
 def _explained(text: str) -> str:

@@ -174,7 +174,12 @@ def test_a_mistake_shows_the_caret_under_the_cells_text(executed):
 
 def test_a_kernel_interrupt_cancels_the_fixpoint_and_the_session_stays_usable(executed):
     interrupted = cell(executed, INTERRUPTED)
-    assert error(interrupted).ename == "KeyboardInterrupt"
+    stopped = error(interrupted)
+    assert stopped.ename == "Interrupted", (stopped.ename, stopped.evalue, stopped.traceback)
+    assert stopped.traceback == ["\x1b[1;33mKeyboardInterrupt: recsql cancelled the cell's Spark jobs; "
+                                 "the session is usable\x1b[0m"]
+    logged = "".join(o.get("text", "") for o in interrupted.outputs if o.output_type == "stream")
+    assert "Traceback" not in logged and "KeyboardInterrupt" not in logged  # Py4J's log is quiet
     assert progress(interrupted).startswith("recsql: interrupted after")
     after = cell(executed, AFTER_INTERRUPT).outputs[0]["text"]
     assert after.strip() == "active jobs: [] rows: 7"
