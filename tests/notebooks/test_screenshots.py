@@ -26,7 +26,7 @@ from nbformat.v4 import new_code_cell, new_notebook
 from PIL import Image, ImageChops
 
 from benchmarks.graphs import rmat
-from tests.notebooks.kernel import EXAMPLES, execute, progress, wait_for_progress
+from tests.notebooks.kernel import EXAMPLES, ROOT, execute, progress, wait_for_progress
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -81,7 +81,8 @@ def test_a_long_fixpoint_as_it_runs(tmp_path):
     notebook = new_notebook(cells=[
         new_code_cell("import recsql\n"
                       "spark = recsql.session()\n"
-                      f"spark.read.parquet({str(graph.parquet())!r}).createOrReplaceTempView('edge')\n"
+                      f"spark.read.parquet({str(graph.parquet().relative_to(ROOT))!r})"
+                      ".createOrReplaceTempView('edge')\n"
                       "%load_ext recsql"),
         new_code_cell(RMAT_SSSP),
     ])
@@ -92,7 +93,7 @@ def test_a_long_fixpoint_as_it_runs(tmp_path):
                 wait_for_progress(cell, r"Spark stage \d+: \d+/\d+ tasks", 600):
             snapshot["live"] = copy.deepcopy(notebook)
 
-    execute(notebook, cwd=tmp_path, watchers={RMAT_SSSP: photograph_while_running}, driver_memory="2g")
+    execute(notebook, cwd=ROOT, watchers={RMAT_SSSP: photograph_while_running}, driver_memory="2g")
     done = notebook.cells[1]
     text = progress(done)
     assert text.startswith("recsql: done in") and " on spark: 0 delta rows" in text.splitlines()[0]
