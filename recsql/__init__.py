@@ -47,6 +47,14 @@ __all__ = [
 ]
 
 
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext recsql`: the `%%recsql` and `%recsql` magics (recsql/notebook; IPython is
+    imported only now)."""
+    from recsql.notebook import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __getattr__(name: str):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'recsql' has no attribute {name!r}")

@@ -7,11 +7,16 @@ recsql is never its own oracle.
 from __future__ import annotations
 
 import itertools
+import os
+import socket
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).parents[1]
+SPARK_HOME = Path(__import__("pyspark").__file__).parent
 DATA = REPO / "tests" / "data"  # small real graphs and RaDlog's corpus, shipped with the tests
 
 _view_counter = itertools.count()
@@ -39,6 +44,40 @@ def spark(tmp_path_factory):
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="module")
+def connect_server(tmp_path_factory):
+    """A Spark Connect server on 127.0.0.1 started from the installed pyspark's own scripts, for
+    one test module (tests/api/test_connect.py, the notebook on Connect; stopped after it, so
+    that its JVM does not stay through the suite): its `sc://` URL."""
+    port = free_port()
+    logs = tmp_path_factory.mktemp("connect")
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(logs),
+           "SPARK_PID_DIR": str(logs), "SPARK_IDENT_STRING": f"recsql{port}"}
+    start = [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]",
+             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+             "--conf", f"spark.connect.grpc.binding.port={port}",
+             "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false",
+             "--conf", f"spark.sql.warehouse.dir={logs / 'warehouse'}"]  # tables made here
+    subprocess.run(start, env=env, check=True, capture_output=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(1)
+        yield f"sc://127.0.0.1:{port}"
+    finally:
+        subprocess.run([str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=env,
+                       capture_output=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture

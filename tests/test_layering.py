@@ -11,14 +11,19 @@ import pytest
 
 PACKAGE = Path(__file__).parents[1] / "recsql"
 
-# Lower ranks never import higher ones; the CLI reaches the engine only through the public
-# `recsql` package (and the parser's statement splitting, which the shell needs).
+# Lower ranks never import higher ones; the CLI, the server and the notebook magic reach the
+# engine only through the public `recsql` package (and the parser's statement splitting, which
+# the shell and the magic need, and `report`, how iterations look to a person, which the CLI and
+# the magic share).
 RANKS = {"errors": 0, "settings": 0, "parser": 1, "planner": 2, "executor": 3, "statements": 4,
-         "api": 4, "__init__": 5, "cli": 6, "server": 6}
-CLI_MAY_IMPORT = {"recsql", "recsql.errors", "recsql.settings", "recsql.parser"}
+         "api": 4, "report": 4, "__init__": 5, "cli": 6, "server": 6, "notebook": 6}
+ON_THE_PUBLIC_API = ("cli", "server", "notebook")
+CLI_MAY_IMPORT = {"recsql", "recsql.errors", "recsql.settings", "recsql.parser", "recsql.report"}
 # The package re-exports `recsql.serve` from the server's light `__init__`, which loads the server
-# (itself on the public package, like the CLI) only when one starts: not an edge of the house.
-REEXPORTS = {("recsql", "recsql.server")}
+# (itself on the public package, like the CLI) only when one starts, and `load_ipython_extension`
+# from the notebook package, which loads the magic only when IPython loads the extension: not
+# edges of the house.
+REEXPORTS = {("recsql", "recsql.server"), ("recsql", "recsql.notebook")}
 
 
 def modules() -> dict[str, Path]:
@@ -85,7 +90,7 @@ def test_imports_point_down():
     wrong = []
     for module, targets in graph().items():
         for target in targets:
-            if room(module) in ("cli", "server") and room(target) not in ("cli", "server"):
+            if room(module) in ON_THE_PUBLIC_API and room(target) not in ON_THE_PUBLIC_API:
                 if target not in CLI_MAY_IMPORT:
                     wrong.append(f"{module} -> {target} (not the public API)")
             elif RANKS[room(target)] > RANKS[room(module)]:

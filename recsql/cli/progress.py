@@ -11,26 +11,9 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from recsql import IterationStats
+from recsql.report import STATS_COLUMNS, TEXT_COLUMNS, iteration_line
 
 OnIteration = Callable[[IterationStats], None]
-
-# --stats columns: header -> how to show one IterationStats
-STATS_COLUMNS: dict[str, Callable[[IterationStats], str]] = {
-    "cte": lambda s: s.cte,
-    "iteration": lambda s: str(s.iteration),
-    "delta rows": lambda s: f"{s.delta_rows:,}",
-    "total rows": lambda s: f"{s.total_rows:,}",
-    "join": lambda s: s.join_strategy,
-    "ran on": lambda s: s.ran_on,
-    "seconds": lambda s: f"{s.seconds:.2f}",
-}
-
-
-def iteration_line(stats: IterationStats) -> str:
-    step = "base step" if stats.iteration == 0 else f"iteration {stats.iteration}"
-    join = "" if stats.join_strategy == "-" else f", {stats.join_strategy} join"
-    return (f"recsql: {stats.cte} {step}: {stats.delta_rows:,} new rows, "
-            f"{stats.total_rows:,} total{join}, {stats.seconds:.2f} s")
 
 
 class Reporter:
@@ -68,7 +51,7 @@ class Reporter:
             return
         table = Table(title="iterations", title_justify="left", show_edge=True)
         for header in STATS_COLUMNS:
-            table.add_column(header, justify="left" if header in ("cte", "join", "ran on") else "right")
+            table.add_column(header, justify="left" if header in TEXT_COLUMNS else "right")
         for row in stats:
             table.add_row(*[show(row) for show in STATS_COLUMNS.values()])
         self.console.print(table, markup=False)

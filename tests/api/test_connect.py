@@ -1,61 +1,32 @@
 """recsql through Spark Connect: a server started from the installed pyspark's own scripts,
-listening on 127.0.0.1 only. In the default suite (about 25 s): nothing else notices when a
-change breaks Connect (an aggregate over `spark_partition_id()` once did)."""
+listening on 127.0.0.1 only (`connect_server` in tests/conftest.py, shared with the notebook's
+test). In the default suite (about 25 s): nothing else notices when a change breaks Connect (an
+aggregate over `spark_partition_id()` once did)."""
 
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
-from pathlib import Path
 
 import networkx as nx
 import pytest
 
 import recsql
 
-SPARK_HOME = Path(__import__("pyspark").__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 @pytest.fixture(scope="module")
-def connect(tmp_path_factory):
+def connect(connect_server):
     from pyspark.sql import SparkSession
 
-    port = free_port()
-    logs = tmp_path_factory.mktemp("connect")
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(logs),
-           "SPARK_PID_DIR": str(logs), "SPARK_IDENT_STRING": f"recsql{port}"}
-    start = [str(SPARK_HOME / "sbin" / "start-connect-server.sh"), "--master", "local[2]",
-             "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-             "--conf", f"spark.connect.grpc.binding.port={port}",
-             "--conf", "spark.sql.shuffle.partitions=4", "--conf", "spark.ui.enabled=false",
-             "--conf", f"spark.sql.warehouse.dir={logs / 'warehouse'}"]  # tables made here
-    subprocess.run(start, env=env, check=True, capture_output=True)
     # a remote session switches the whole process to Connect mode through os.environ
     # (SPARK_CONNECT_MODE_ENABLED, SPARK_REMOTE); later tests must get a classic session again
     saved = dict(os.environ)
     try:
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(1)
-        session = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").create()
+        session = SparkSession.builder.remote(connect_server).create()
         yield session
         session.stop()
     finally:
         os.environ.clear()
         os.environ.update(saved)
-        subprocess.run([str(SPARK_HOME / "sbin" / "stop-connect-server.sh")], env=env,
-                       capture_output=True)
 
 
 EDGES = [(1, 2, 4), (2, 3, 1), (1, 3, 7), (3, 4, 2), (4, 1, 1), (4, 5, 3)]

@@ -23,9 +23,10 @@ from rich.console import Console
 import recsql
 from recsql import IterationStats
 from recsql.cli import cli, failures, output, plot, shell
-from recsql.cli.progress import Reporter, iteration_line
+from recsql.cli.progress import Reporter
 from recsql.cli.script import rewrite_paths
 from recsql.cli.tables import has_header, parse_spec
+from recsql.report import iteration_line, series
 
 ROOT = Path(__file__).resolve().parents[2]
 GRAPHS = ROOT.parent / "shared" / "data" / "graphs"
@@ -211,7 +212,7 @@ def test_iteration_line():
 
 def test_plot_series_and_png(tmp_path):
     other = [IterationStats("path", 0, 5, 5, 0.1, "-"), IterationStats("cc", 0, 3, 3, 0.1, "-")]
-    lines = plot.series([STATS, other])
+    lines = series([STATS, other])
     assert lines == {"path": [(0, 1), (1, 2), (2, 0)], "path #2": [(0, 5)], "cc": [(0, 3)]}
     target = tmp_path / "conv.png"
     assert plot.draw([STATS, other], str(target)) == 3

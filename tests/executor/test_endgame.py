@@ -452,6 +452,23 @@ def test_default_runs_the_whole_fixpoint_on_the_driver(spark, view):
     assert_driver_tail(result)
 
 
+def test_the_driver_reports_each_iteration_as_it_runs(spark, view):
+    """The progress callback hears of every driver iteration before the driver's fixpoint ends
+    (a notebook's live display): a chain of 40 needs 40 iterations, so under maxIterations 8 the
+    driver fails after its 8th; the callback has by then heard iterations 0..8, each from the
+    driver. Reported only once DuckDB's fixpoint ended, it had heard none."""
+    view("chain", [(i, i + 1) for i in range(40)], "Src int, Dst int")
+    q = """WITH recursive reach (X) AS (SELECT 0)
+             UNION (SELECT chain.Dst FROM reach, chain WHERE reach.X = chain.Src)
+           SELECT X FROM reach"""
+    seen = []
+    with pytest.raises(RecSQLError) as error:
+        recsql.run(q, spark=spark, conf={"spark.recsql.maxIterations": 8}, progress=seen.append)
+    assert error.value.condition == "RECSQL_MAX_ITERATIONS"
+    assert [(s.iteration, s.ran_on, s.delta_rows, s.total_rows) for s in seen] == \
+        [(i, "driver", 1, i + 1) for i in range(9)]
+
+
 def test_sum_count_head_keeps_the_base_step_on_spark(spark, view):
     # a base row's contributor is identified by Spark's JSON of the row: Spark makes it
     view("arc", DAG, "Src int, Dst int")

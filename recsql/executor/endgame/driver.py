@@ -110,10 +110,7 @@ def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
         if driver is not None:
             driver.close()
     info.pulled.clear()  # a table's copy stays kept for later statements (bases.py)
-    for stat in stats:
-        run.stats.append(stat)
-        if run.ctx.on_iteration:
-            run.ctx.on_iteration(stat)
+    run.stats.extend(stats)  # reported to `on_iteration` as each ran (`_Driver.report`)
     if driver.over_budget:  # at least one Spark iteration before the driver is asked again
         info.not_before = last_iteration(run) + 1
         info.disabled = info.attempts >= MAX_ATTEMPTS
@@ -297,12 +294,18 @@ class _Driver:
         return stats
 
     def report(self, stats: list[IterationStats], cte: CTEPlan, iteration: int, started: float) -> None:
-        stats.append(IterationStats(
+        """Record the iteration and tell the statement's progress callback at once, so that a
+        long driver fixpoint shows its iterations as they run. Should the attempt then be dropped
+        (a DuckDB error), the Spark loop reports the iterations it runs again after these."""
+        stat = IterationStats(
             cte=cte.name, iteration=iteration, delta_rows=self.deltas[cte.key],
             total_rows=self.totals[cte.key], seconds=time.perf_counter() - started,
             join_strategy="driver", ran_on="driver",
             pull_seconds=self.pull_seconds if not stats else 0.0,
-        ))
+        )
+        stats.append(stat)
+        if self.run_.ctx.on_iteration:
+            self.run_.ctx.on_iteration(stat)
 
     def outgrown(self) -> bool:
         """Whether the states outgrew the budgets with the last iteration (which is complete,
