@@ -134,6 +134,36 @@ def test_connected_components_over_connect_match_networkx(connect):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
+def test_a_cached_table_over_connect_is_identified_as_it_is_pulled(connect, caplog):
+    """A first statement over a cached table counts its identity in the scan that pulls it (an
+    observation, which Connect reports with the pull); the next statement finds the copy by it,
+    and a cache made again after the table changed is told apart by its rows."""
+    import logging
+
+    def sssp(edges):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+            rows = recsql.sql(
+                "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT k_edge.Dst, "
+                "path.Cost + k_edge.Cost FROM path, k_edge WHERE path.Dst = k_edge.Src) "
+                "SELECT Dst, Cost FROM path", spark=connect).collect()
+        graph = nx.DiGraph()
+        graph.add_weighted_edges_from(edges)
+        assert sorted(tuple(r) for r in rows) == sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
+        return any("kept from an earlier statement" in r.getMessage() for r in caplog.records)
+
+    first = connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").cache()
+    first.createOrReplaceTempView("k_edge")
+    assert not sssp(EDGES)
+    assert sssp(EDGES)
+    changed = [*EDGES, (1, 5, 1)]
+    second = connect.createDataFrame(changed, "Src INT, Dst INT, Cost INT").cache()
+    second.createOrReplaceTempView("k_edge")
+    assert not sssp(changed)
+    first.unpersist()
+    second.unpersist()
+
+
 def test_dataframe_keyword_argument_over_connect(connect):
     edges = connect.createDataFrame([(1, 2), (2, 3), (3, 1), (5, 6)], "a INT, b INT")
     df = recsql.sql(

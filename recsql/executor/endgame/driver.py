@@ -178,9 +178,6 @@ class _Driver:
         text = statement if isinstance(statement, str) else statement.sql("duckdb", identify=True)
         return self.con.execute(text).fetchall()
 
-    def count(self, table: str) -> int:
-        return self.sql(exp.select(exp.Count(this=exp.Star())).from_(_table(table)))[0][0]
-
     # -- Spark -> driver
 
     def to_arrow(self, name: str, df: DataFrame) -> Any:
@@ -198,8 +195,8 @@ class _Driver:
         kind, source = key
         if kind != "table":
             return self.to_arrow(name, df)
-        return bases.pulled(self.run_.ctx, source, lambda _plan: self.database.base_copy(
-            self.con, self.to_arrow(name, df)))
+        return bases.pulled(self.run_.ctx, source, lambda rows: self.database.base_copy(
+            self.con, self.to_arrow(name, rows)), df)
 
     def load(self, name: str, df: DataFrame, rows: int | None = None,
              schema: StructType | None = None) -> None:
@@ -367,16 +364,12 @@ class _Driver:
             self.round += 1
             return
         merge = self.merges[cte.key]
-        statements = [first, *merge.statements[1:]]
-        for statement in statements[:-1]:
-            self.sql(statement)
-        reported = self.sql(statements[-1])
-        if merge.appends_delta:  # the INSERT of the delta into `all` reports its rows
-            self.deltas[cte.key] = reported[0][0]
-            self.totals[cte.key] += self.deltas[cte.key]
-        else:
-            self.deltas[cte.key] = self.count(self.names[cte.key]["delta"])
-            self.totals[cte.key] = self.count(self.names[cte.key]["all"])
+        reported = [self.sql(statement) for statement in [first, *merge.statements[1:]]]
+        # the INSERT of the delta into `all` reports its rows, the DELETE before it the rows of
+        # `all` it replaces
+        inserted = reported[-1][0][0]
+        self.deltas[cte.key] = inserted
+        self.totals[cte.key] += inserted - (reported[-2][0][0] if merge.replaces_groups else 0)
 
     # -- driver -> Spark
 
