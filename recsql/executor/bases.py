@@ -41,9 +41,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType, VariantType
 
 from recsql.executor.loop import Context, PartitionedBase
 from recsql.planner.model import base_key
@@ -79,14 +78,12 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
     return _kept(ctx, slot, table, plan, build)
 
 
-def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any], rows: DataFrame) -> Any:
-    """`table`'s rows on the driver (what `pull` makes of a DataFrame of them: for the endgame, a
-    native table of the session's DuckDB database, with the number of its rows in `num_rows`): a
-    copy kept from an earlier statement if the table is unchanged, else a new one, kept where
-    that is safe. `pull` reads `rows` (the table's rows as the caller reads them fastest), or the
-    table itself where a cached table's identity is counted in the same scan (`_pull_identified`).
-    The copy lives in this process, so it is kept on any master."""
-    return _driver_copy(ctx, table, lambda _plan: _pull_identified(ctx, table, pull, rows))
+def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> Any:
+    """`table`'s rows on the driver (what `pull` makes of the table: for the endgame, a native
+    table of the session's DuckDB database, with the number of its rows in `num_rows`): a copy
+    kept from an earlier statement if the table is unchanged, else a new one, kept where that is
+    safe. The copy lives in this process, so it is kept on any master."""
+    return _driver_copy(ctx, table, pull)
 
 
 def kept_pulled(ctx: Context, table: TableName) -> Any:
@@ -102,22 +99,6 @@ def _driver_copy(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any
     if slot in ctx.current:
         return ctx.current[slot]
     return _kept(ctx, slot, table, table_df(ctx, table), pull)
-
-
-def _pull_identified(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any],
-                     rows: DataFrame) -> Any:
-    """`pull(rows)`; for a cached table not identified yet this statement, `pull` of the table
-    observed with its identity (`_ROWS_IDENTITY`), which Spark counts in the scan that pulls the
-    rows: a first statement then reads the cache once, not once to identify it and once more
-    to pull it (RMAT 2^16 SSSP, cold: benchmarks/FINDINGS.md)."""
-    if table in ctx.identities or not _identified_by_rows(ctx, table):
-        return pull(rows)
-    df = table_df(ctx, table)
-    observation = Observation("recsql_identity")
-    value = pull(df.observe(observation, *_rows_identity(df)))
-    found = observation.get
-    ctx.identities[table] = [(ROWS, found["n"], found["h"], found["x"])]
-    return value
 
 
 def table_df(ctx: Context, table: TableName) -> DataFrame:
@@ -152,26 +133,23 @@ def _scope(ctx: Context) -> tuple[str, str]:
 def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
           build: Callable[[DataFrame], Any] | None) -> Any:
     """The copy kept in `slot` if `plan` is unchanged since it was made, else what `build`
-    makes of `plan` (kept if it is safe to), or None without `build`. The table is identified
-    only where a copy is kept to compare with, or once a copy is made (a first statement's
-    pull counts a cached table's identity as it reads the rows: `_pull_identified`)."""
+    makes of `plan` (kept if it is safe to), or None without `build`."""
     if ctx.settings.base_keep == 0:
         return None if build is None else build(plan)
     kept = _KEPT.setdefault(ctx.spark, OrderedDict())
+    files = _identity(ctx, table)
     old = kept.pop(slot, None)
+    if old is not None and files is not None and old.files == files and _same_plan(plan, old.plan):
+        log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
+        kept[slot] = old
+        if slot[0] == "pulled":  # freed only with its last reference: safe to hand out again
+            ctx.current[slot] = old.value
+        return old.value
     if old is not None:
-        files = _identity(ctx, table)
-        if files is not None and old.files == files and _same_plan(plan, old.plan):
-            log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
-            kept[slot] = old
-            if slot[0] == "pulled":  # freed only with its last reference: safe to hand out again
-                ctx.current[slot] = old.value
-            return old.value
         _release(old.value)
     if build is None:
         return None
     value = build(plan)
-    files = _identity(ctx, table)
     if files is not None:
         kept[slot] = _Kept(value, plan, files)
         while len(kept) > ctx.settings.base_keep:
@@ -181,7 +159,7 @@ def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
 
 def row_count(ctx: Context, table: TableName) -> int | None:
     """`table`'s rows, if this statement's identity check counted them (a cached table)."""
-    found = ctx.identities.get(table)
+    found = _identity(ctx, table)
     return found[0][1] if found and found[0][0] == ROWS else None
 
 
@@ -191,61 +169,26 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
     each); for a cached table, its row count and two sums of its rows' hashes (one scan of
     the cache, which an INSERT or a REFRESH re-makes under the same plan); None for a table that
     cannot be told apart cheaply (uncached without local files, such as a JDBC source: never
-    kept) or whose rows cannot be hashed (a map column).
-
-    A cached table has no cheaper proof within Spark's public API: its plan stays the same when
-    its cache is made again from changed input (an INSERT, a REFRESH, an uncache and a cache
-    after its files changed), the cached plan lists no input files, and nothing public tells
-    one cache entry from the next (benchmarks/FINDINGS.md, "Identifying a cached table")."""
+    kept) or whose rows cannot be hashed (a map column)."""
     if table not in ctx.identities:
-        files, by_rows = _files(ctx, table)
-        if by_rows:
-            df = table_df(ctx, table)
+        df = table_df(ctx, table)
+        found, local = file_identity(df)
+        files: list[tuple[Any, ...]] | None = found
+        if not local and not ctx.spark.catalog.isCached(table.sql):
+            files = None
+        elif not local:
             try:
-                row = df.agg(*_rows_identity(df)).first()
+                # 32-bit hashes summed as BIGINT cannot overflow, and the XOR of 64-bit ones
+                # costs nothing more (a DECIMAL sum doubled the scan: CC, RMAT 2^16)
+                columns = [F.col(f"`{c}`") for c in df.columns]
+                row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.hash(*columns)).alias("h"),
+                             F.bit_xor(F.xxhash64(*columns)).alias("x")).first()
                 files = [(ROWS, row["n"], row["h"], row["x"])] if row is not None else None
             except PySparkException as error:
                 log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
+                files = None
         ctx.identities[table] = files
     return ctx.identities[table]
-
-
-def _identified_by_rows(ctx: Context, table: TableName) -> bool:
-    return _files(ctx, table)[1]
-
-
-def _files(ctx: Context, table: TableName) -> tuple[list[tuple[Any, ...]] | None, bool]:
-    """`table`'s input files with their sizes and mtimes where they are all on the local disk
-    (else None); and whether it is identified by its rows instead (cached, without local files,
-    every column hashable). A stat per file, once per statement."""
-    if table not in ctx.files:
-        df = table_df(ctx, table)
-        found, local = file_identity(df)
-        by_rows = (not local and ctx.spark.catalog.isCached(table.sql)
-                   and all(_hashable(f.dataType) for f in df.schema.fields))
-        ctx.files[table] = (found if local else None, by_rows)
-    return ctx.files[table]
-
-
-def _hashable(dtype: DataType) -> bool:
-    """Whether Spark's `hash` and `xxhash64` take the type (a map or a variant they refuse)."""
-    if isinstance(dtype, (MapType, VariantType)):
-        return False
-    if isinstance(dtype, ArrayType):
-        return _hashable(dtype.elementType)
-    if isinstance(dtype, StructType):
-        return all(_hashable(f.dataType) for f in dtype.fields)
-    return True
-
-
-def _rows_identity(df: DataFrame) -> list[Column]:
-    """A table's rows told apart from an earlier version of them: their count, the sum of their
-    32-bit hashes (a BIGINT sum of 32-bit values cannot overflow) and the XOR of their 64-bit
-    ones (which costs nothing more; a DECIMAL sum of the 64-bit ones doubled the scan: CC, RMAT
-    2^16)."""
-    columns = [F.col(f"`{c}`") for c in df.columns]
-    return [F.count(F.lit(1)).alias("n"), F.sum(F.hash(*columns)).alias("h"),
-            F.bit_xor(F.xxhash64(*columns)).alias("x")]
 
 
 def forget(spark: SparkSession) -> None:

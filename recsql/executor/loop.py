@@ -49,8 +49,6 @@ class Context:
     recovery: Any = None
     # table -> what identifies its rows this statement (bases.py), computed once
     identities: dict[TableName, Any] = field(default_factory=dict)
-    # table -> its local input files (or None) and whether it is identified by its rows (bases.py)
-    files: dict[TableName, tuple[Any, bool]] = field(default_factory=dict)
     # table -> its `spark.table` DataFrame (bases.table_df), made once
     tables: dict[TableName, DataFrame] = field(default_factory=dict)
     scope: tuple[str, str] | None = None  # the current catalog and schema (bases.py), read once

@@ -134,10 +134,10 @@ def test_connected_components_over_connect_match_networkx(connect):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
-def test_a_cached_table_over_connect_is_identified_as_it_is_pulled(connect, caplog):
-    """A first statement over a cached table counts its identity in the scan that pulls it (an
-    observation, which Connect reports with the pull); the next statement finds the copy by it,
-    and a cache made again after the table changed is told apart by its rows."""
+def test_a_cached_table_over_connect_is_kept_until_it_changes(connect, caplog):
+    """A cached table's driver copy is kept over Connect: the next statement finds it by the
+    table's rows (count and hash sums), and a view replaced by another cached DataFrame is told
+    apart by them."""
     import logging
 
     def sssp(edges):

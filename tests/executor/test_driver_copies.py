@@ -110,9 +110,9 @@ def test_a_cached_table_after_an_insert_gives_the_new_answer(spark, caplog):
 @pytest.mark.parametrize("cached", [False, True], ids=["files", "cached"])
 def test_a_file_appended_to_the_path_gives_the_new_answer(spark, tmp_path, caplog, cached):
     # The view is read again from the same path once a file is added: the same plan to Spark
-    # (its file index is equal by its root path), other rows. Cached, the first statement
-    # identifies the table as it pulls it, and a cache made again from the grown path under
-    # that same plan is told apart by its rows.
+    # (its file index is equal by its root path), other rows. Uncached, its files tell the
+    # change; cached, a cache made again from the grown path under that same plan lists no
+    # files, and only its rows tell the change.
     name = unique_name("edges_grown")
     path = str(tmp_path / name)
     first = edges(6)

@@ -197,8 +197,8 @@ class _Driver:
         kind, source = key
         if kind != "table":
             return self.to_arrow(name, df)
-        return bases.pulled(self.run_.ctx, source, lambda rows: self.database.base_copy(
-            self.con, self.to_arrow(name, rows)), df)
+        return bases.pulled(self.run_.ctx, source, lambda _plan: self.database.base_copy(
+            self.con, self.to_arrow(name, df)))
 
     def load(self, name: str, df: DataFrame, rows: int | None = None,
              schema: StructType | None = None) -> None:
