@@ -149,6 +149,11 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                output="benchmarks/SERVER.md"),
     Experiment("superset", "Superset SQL Lab round trips against `recsql serve`, beside PyHive.",
                "superset", ("--runs", "7", "--warmup", "3"), output="benchmarks/SUPERSET.md"),
+    Experiment("driver", "The driver path against DuckDB in the same process (issue 38): SSSP and "
+               "CC at RMAT 2^16 and 2^20 over a cached edge table, recsql cold and warm with its "
+               "breakdown, DuckDB's formulation (shared/baselines/duckdb_queries.sql) cold and warm, "
+               "Spark's floor for the answer; then the 4-edge SSSP against `SELECT 1`.", "driverpath",
+               ("--runs", "3"), output="benchmarks/RESULTS-driver.md"),
     Experiment("demand", "Demand-driven evaluation: one node's ancestors and reachable set through a closure "
                "view, with and without the rewrite, beside Spark and DuckDB.", "demand",
                ("--rmat", "12", "--tree-depth", "16", "--rounds", "3"),

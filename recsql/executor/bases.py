@@ -169,7 +169,9 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
     each); for a cached table, its row count and two sums of its rows' hashes (one scan of
     the cache, which an INSERT or a REFRESH re-makes under the same plan); None for a table that
     cannot be told apart cheaply (uncached without local files, such as a JDBC source: never
-    kept) or whose rows cannot be hashed (a map column)."""
+    kept) or whose rows cannot be hashed (a map column). A cached table has no cheaper sound
+    proof in Spark's public API, and counting it in the scan that pulls the rows saved nothing
+    (benchmarks/FINDINGS.md, "Identifying a cached table")."""
     if table not in ctx.identities:
         df = table_df(ctx, table)
         found, local = file_identity(df)

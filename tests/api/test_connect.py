@@ -105,6 +105,36 @@ def test_connected_components_over_connect_match_networkx(connect):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
+def test_a_cached_table_over_connect_is_kept_until_it_changes(connect, caplog):
+    """A cached table's driver copy is kept over Connect: the next statement finds it by the
+    table's rows (count and hash sums), and a view replaced by another cached DataFrame is told
+    apart by them."""
+    import logging
+
+    def sssp(edges):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+            rows = recsql.sql(
+                "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT k_edge.Dst, "
+                "path.Cost + k_edge.Cost FROM path, k_edge WHERE path.Dst = k_edge.Src) "
+                "SELECT Dst, Cost FROM path", spark=connect).collect()
+        graph = nx.DiGraph()
+        graph.add_weighted_edges_from(edges)
+        assert sorted(tuple(r) for r in rows) == sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
+        return any("kept from an earlier statement" in r.getMessage() for r in caplog.records)
+
+    first = connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").cache()
+    first.createOrReplaceTempView("k_edge")
+    assert not sssp(EDGES)
+    assert sssp(EDGES)
+    changed = [*EDGES, (1, 5, 1)]
+    second = connect.createDataFrame(changed, "Src INT, Dst INT, Cost INT").cache()
+    second.createOrReplaceTempView("k_edge")
+    assert not sssp(changed)
+    first.unpersist()
+    second.unpersist()
+
+
 def test_dataframe_keyword_argument_over_connect(connect):
     edges = connect.createDataFrame([(1, 2), (2, 3), (3, 1), (5, 6)], "a INT, b INT")
     df = recsql.sql(

@@ -107,6 +107,40 @@ def test_a_cached_table_after_an_insert_gives_the_new_answer(spark, caplog):
         spark.sql(f"DROP TABLE {name}")
 
 
+@pytest.mark.parametrize("cached", [False, True], ids=["files", "cached"])
+def test_a_file_appended_to_the_path_gives_the_new_answer(spark, tmp_path, caplog, cached):
+    # The view is read again from the same path once a file is added: the same plan to Spark
+    # (its file index is equal by its root path), other rows. Uncached, its files tell the
+    # change; cached, a cache made again from the grown path under that same plan lists no
+    # files, and only its rows tell the change.
+    name = unique_name("edges_grown")
+    path = str(tmp_path / name)
+    first = edges(6)
+    spark.createDataFrame(first, "Src BIGINT, Dst BIGINT").write.parquet(path)
+
+    def register():
+        df = spark.read.parquet(path)
+        if cached:
+            df.cache().count()
+        df.createOrReplaceTempView(name)
+        return df
+
+    old = register()
+    view, v = closure_view(spark, name), a_target(first)
+    assert ask(spark, view, v, caplog) == (ancestors(first, v), False)
+    assert ask(spark, view, v, caplog) == (ancestors(first, v), True)
+    added = [(200, 201), (201, next(iter(ancestors(first, v))))]
+    spark.createDataFrame(added, "Src BIGINT, Dst BIGINT").write.mode("append").parquet(path)
+    old.unpersist()
+    new = register()
+    assert new.sameSemantics(old)
+    grown = [*first, *added]
+    assert ancestors(grown, v) != ancestors(first, v)
+    assert ask(spark, view, v, caplog) == (ancestors(grown, v), False)
+    assert ask(spark, view, v, caplog) == (ancestors(grown, v), True)
+    new.unpersist()
+
+
 def test_a_replaced_temp_view_gives_the_new_answer(spark, caplog):
     name = unique_name("edges_view")
     first, second = edges(4), edges(5)

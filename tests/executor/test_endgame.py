@@ -98,6 +98,24 @@ def test_stats_time_the_write_back_and_the_base_copy(spark, view):
     assert all(s.write_seconds == 0 for s in off)
 
 
+def test_a_large_answer_comes_back_in_the_statements_partitions(spark, view):
+    """The driver hands its answer to Spark in at most the statement's partitions (local[2]: 2),
+    not one per 10,000 rows (Spark's Arrow batch), so the answer's jobs run a task per core."""
+    leaves = 25_000
+    star = [(0, i) for i in range(1, leaves + 1)]
+    view("star", [*star, *[(d, s) for s, d in star]], "Src int, Dst int")
+    q = """WITH recursive cc (X, min() AS C) AS (SELECT Src, Src FROM star)
+             UNION (SELECT star.Dst, cc.C FROM cc, star WHERE cc.X = star.Src)
+           SELECT X, C FROM cc"""
+    result = recsql.run(q, spark=spark, conf=ON)
+    assert all(s.ran_on == "driver" for s in result.stats)
+    # every node is in the component of 0, its least node (networkx agrees)
+    components = list(nx.connected_components(nx.Graph(star)))
+    assert len(components) == 1 and min(components[0]) == 0
+    assert {tuple(r) for r in result.df.collect()} == {(v, 0) for v in components[0]}
+    assert result.df.rdd.getNumPartitions() <= 2
+
+
 def test_reachability_switches_mid_run(spark, view):
     # a fan-out then a chain: the delta grows (Spark), then shrinks (driver)
     edges = [(0, i) for i in range(1, 6)] + [(i, 6) for i in range(1, 6)] + [(i, i + 1) for i in range(6, 14)]

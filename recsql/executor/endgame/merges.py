@@ -40,28 +40,45 @@ Names = dict[str, str]
 
 @dataclass(frozen=True)
 class Merge:
-    """The DuckDB statements of a CTE's merge, and whether its last statement appends the delta
-    to `all` and no other changes `all`: then the row count DuckDB reports for that INSERT is
-    the delta's size and what `all` grew by, and neither needs a count (two statements fewer per
-    iteration, a tenth of a tiny iteration's time)."""
+    """The DuckDB statements of a CTE's merge, the last of which appends the delta to `all`, and
+    whether the one before deletes the groups of `all` the delta replaces: the row counts DuckDB
+    reports for those two statements are the delta's size and what `all` grew by, so neither
+    needs a count (two statements fewer per iteration, a tenth of a tiny iteration's time)."""
 
     statements: list[str]
-    appends_delta: bool
-    first: exp.Create  # the first statement, the only one that reads the `new` candidates
+    replaces_groups: bool
+    first: str  # the first statement, its candidates the CTE `new` whose body is `_CANDIDATES`
 
-    def reading(self, candidates: exp.Query, new: str) -> str:
+    def reading(self, candidates: exp.Query) -> str:
         """The first statement reading `candidates` in place, as a CTE named like the `new`
         table it reads: the iteration needs no statement to make that table (with the merge's
-        two, three an iteration were a third of a tiny iteration's driver time)."""
-        first = self.first.copy()
-        query = first.expression
-        cte = exp.CTE(this=candidates.copy(), alias=exp.TableAlias(this=exp.to_identifier(new, quoted=True)))
-        with_ = query.args.get("with_")
-        if isinstance(with_, exp.With):  # the candidates come first: the others read them
-            with_.set("expressions", [cte, *with_.expressions])
-        else:
-            query.set("with_", exp.With(expressions=[cte]))
-        return first.sql("duckdb", identify=True)
+        two, three an iteration were a third of a tiny iteration's driver time). The candidates
+        are rendered into the statement rendered once, not copied into its tree and the whole
+        rendered again (two copies of the tree and its rendering were most of a tiny statement's
+        time in sqlglot)."""
+        return self.first.replace(_CANDIDATES_SQL, candidates.sql("duckdb", identify=True), 1)
+
+
+# the body of the `new` CTE in a merge's rendered first statement, until the candidates replace it
+_CANDIDATES = exp.select(exp.Literal.string("__rq_candidates__"))
+_CANDIDATES_SQL = _CANDIDATES.sql("duckdb", identify=True)
+
+
+def _reading_candidates(first: exp.Create, new: str) -> str:
+    """`first` rendered with the CTE `new` (a placeholder body, `_CANDIDATES`) before its own:
+    the others read it."""
+    first = first.copy()
+    query = first.expression
+    cte = exp.CTE(this=_CANDIDATES.copy(), alias=exp.TableAlias(this=exp.to_identifier(new, quoted=True)))
+    with_ = query.args.get("with_")
+    if isinstance(with_, exp.With):
+        with_.set("expressions", [cte, *with_.expressions])
+    else:
+        query.set("with_", exp.With(expressions=[cte]))
+    text = first.sql("duckdb", identify=True)
+    if text.count(_CANDIDATES_SQL) != 1:
+        raise AssertionError("the merge's first statement renders the candidates' placeholder otherwise")
+    return text
 
 
 def merge_for(state: RelationState, cte: CTEPlan, names: Names) -> Merge:
@@ -70,13 +87,17 @@ def merge_for(state: RelationState, cte: CTEPlan, names: Names) -> Merge:
     cls = _merge_class(state)
     if cls is None:
         raise Untranslatable(f"state {type(state).__name__}")
-    build, appends_delta = MERGES[cls]
+    build, replaces_groups = MERGES[cls]
     statements = build(state, cte, names)
     first = statements[0]
     if not isinstance(first, exp.Create) or not isinstance(first.expression, exp.Query) \
             or any(_reads(s, names["new"]) for s in statements[1:]):
         raise AssertionError(f"the merge of {cls.__name__} reads `new` after its first statement")
-    return Merge([s.sql("duckdb", identify=True) for s in statements], appends_delta, first)
+    if not isinstance(statements[-1], exp.Insert) or (
+            replaces_groups and not isinstance(statements[-2], exp.Delete)):
+        raise AssertionError(f"the merge of {cls.__name__} does not end as its counts are read")
+    return Merge([s.sql("duckdb", identify=True) for s in statements], replaces_groups,
+                 _reading_candidates(first, names["new"]))
 
 
 def _merge_class(state: RelationState) -> type | None:
@@ -349,10 +370,11 @@ def _col(name: str, table: str | None = None) -> exp.Column:
 
 
 _Build = Callable[[RelationState, CTEPlan, Names], list[exp.Expr]]
-# state class -> (its merge's statements, whether `all` grows by exactly the delta)
+# state class -> (its merge's statements, whether the delta replaces groups of `all`: a DELETE of
+# them before the INSERT that appends the delta; else `all` grows by exactly the delta)
 MERGES: dict[type[RelationState], tuple[_Build, bool]] = {
-    BagState: (_bag, True),
-    SetState: (_set, True),
-    ExtremaState: (_extrema, False),
-    ContributorState: (_contributors, False),
+    BagState: (_bag, False),
+    SetState: (_set, False),
+    ExtremaState: (_extrema, True),
+    ContributorState: (_contributors, True),
 }
