@@ -85,7 +85,7 @@ class SeededRun(GroupRun):
         self.seed = seed
         # the branches as run over the appended rows, kept alive: rendered texts and shapes are
         # cached by the branch's id
-        self.rewritten: dict[int, Branch | None] = {}
+        self.rewritten: dict[tuple[int, TableName], Branch | None] = {}
         super().__init__(ctx, group)
 
     def start(self) -> int:
@@ -95,48 +95,54 @@ class SeededRun(GroupRun):
         return 0
 
     def appended_candidates(self, iteration: int = 0) -> dict[str, tuple[DataFrame | None, str]]:
+        """Each branch once per appended table it reads, that table read as its new rows alone
+        and every other table whole: a derivation from new rows of two tables is one from new
+        rows of the first and whole rows of the second (and is found twice, which a set or an
+        extremum absorbs)."""
         result = {}
         for cte in self.group.ctes:
             parts = []
             for branch in cte.branches:
-                df = self.from_appended(cte, branch)
-                if df is not None:
-                    parts.append(df)
+                for table in self.seed.appended:
+                    df = self.from_appended(cte, branch, table)
+                    if df is not None:
+                        parts.append(df)
             result[cte.key] = (union_all(parts), "appended")
         return result
 
-    def from_appended(self, cte: CTEPlan, branch: Branch) -> DataFrame | None:
-        """What `branch` derives with its appended table read as the new rows alone and its
-        references as the whole stored states; None when it reads no appended table."""
-        if id(branch) not in self.rewritten:
-            self.rewritten[id(branch)] = self._over_appended(branch)
-        rewritten = self.rewritten[id(branch)]
+    def from_appended(self, cte: CTEPlan, branch: Branch, table: TableName) -> DataFrame | None:
+        """What `branch` derives with `table` read as its new rows alone and its references as
+        the whole stored states; None when it does not read `table`."""
+        slot = (id(branch), table)
+        if slot not in self.rewritten:
+            self.rewritten[slot] = _over_appended(branch, table)
+        rewritten = self.rewritten[slot]
         if rewritten is None:
             return None
+        appended = self.seed.appended[table]
         refs = {ref.binding: self.states[ref.cte].all for ref in rewritten.refs}
-        refs.update({_binding(i): df for i, df in enumerate(self.seed.appended.values())})
-        partitioned = {base.binding: self.seed.appended[base.table] for base in rewritten.bases
-                       if base.table in self.seed.appended}
+        refs[APPENDED] = appended
+        partitioned = {base.binding: appended for base in rewritten.bases if base.table == table}
         return self.shape(cte, rewritten, self.branch_df(cte, rewritten, refs, bases=partitioned))
 
-    def _over_appended(self, branch: Branch) -> Branch | None:
-        """`branch` with each plain read of an appended table bound to its new rows instead."""
-        order = {name: i for i, name in enumerate(self.seed.appended)}
-        select = branch.select.copy()
-        found = any(base.table in order for base in branch.bases)
-        for table in list(select.find_all(exp.Table)):
-            if not isinstance(table.this, exp.Identifier) or TableName.of(table) not in order:
-                continue
-            found = True
-            # unaliased, the table's own name stays its alias (`edges.src` still resolves)
-            alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
-            table.replace(exp.Table(this=exp.Placeholder(this=_binding(order[TableName.of(table)])),
-                                    alias=alias.copy()))
-        return dataclasses.replace(branch, select=select) if found else None
+
+APPENDED = "rq_appended"  # the binding of the appended rows in a rewritten branch
 
 
-def _binding(i: int) -> str:
-    return f"rq_appended_{i}"
+def _over_appended(branch: Branch, table: TableName) -> Branch | None:
+    """`branch` with its plain read of `table` bound to `APPENDED`; None when it reads it
+    neither so nor as a partitioned base."""
+    select = branch.select.copy()
+    found = any(base.table == table for base in branch.bases)
+    for read in list(select.find_all(exp.Table)):
+        if not isinstance(read.this, exp.Identifier) or TableName.of(read) != table:
+            continue
+        found = True
+        # unaliased, the table's own name stays its alias (`edges.src` still resolves)
+        alias = read.args.get("alias") or exp.TableAlias(this=exp.to_identifier(read.name))
+        read.replace(exp.Table(this=exp.Placeholder(this=exp.to_identifier(APPENDED), widget=True),
+                               alias=alias.copy()))
+    return dataclasses.replace(branch, select=select) if found else None
 
 
 def placed(state: RelationState, df: DataFrame) -> DataFrame:

@@ -17,6 +17,7 @@ Where the view's answer, state and bookkeeping live is `recsql.statements.mv_sto
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from recsql.parser import Statement, parse_statement
 from recsql.planner import QueryPlan
 from recsql.planner.model import GroupStep, ViewStep
 from recsql.planner.names import TableName
+from recsql.planner.views import Expansion
 from recsql.statements import mv_storage, stages
 from recsql.statements.mv_storage import Stored
 from recsql.statements.request import Request, Result
@@ -95,7 +97,8 @@ def create(request: Request, node: exp.Create) -> Result:
     if not isinstance(node.expression, exp.Query):
         raise RecSQLAnalysisError(f"CREATE MATERIALIZED VIEW {name} needs AS <query>",
                                   condition="RECSQL_MATERIALIZED_VIEW_QUERY")
-    plan = stages.plan(request, stages.bind(request, node.expression))
+    expansion = stages.bind(request, node.expression)
+    plan = stages.plan(request, expansion)
     if plan is None:
         raise RecSQLAnalysisError(
             f"Materialized view {name} is not recursive: recsql keeps materialized views of "
@@ -113,15 +116,16 @@ def create(request: Request, node: exp.Create) -> Result:
     evaluated = seeded.execute(request.executor, plan)
     old = mv_storage.read(request.spark, name)
     _store(request, Stored(name=name, definition=node.expression.sql("rasql"), version="",
-                           answer="", bases=bases), plan, evaluated, "full: created", old)
+                           answer="", bases=bases, bound=_digest(expansion)),
+           plan, evaluated, "full: created", old)
     return request.command(evaluated.stats, plan)
 
 
 def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
     stored = _stored(request.spark, name)
     current = _current_bases(request.spark, stored, full)
-    sub, plan = _plan(request, stored)
-    decision = decide(stored, plan, current, full)
+    sub, plan, bound = _plan(request, stored)
+    decision = decide(stored, plan, current, full, bound)
     if decision.path == UNCHANGED:
         return request.command(plan=plan)
     seed = _seed(sub, stored, plan, decision) if decision.path == INCREMENTAL else None
@@ -131,7 +135,7 @@ def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
     executor = Executor(spark=request.spark, settings=settings, args=None, frames={},
                         tables=sub.catalog.frames, on_iteration=request.on_iteration)
     evaluated = seeded.execute(executor, plan, seed)
-    _store(request, dataclasses.replace(stored, bases=current), plan, evaluated,
+    _store(request, dataclasses.replace(stored, bases=current, bound=bound), plan, evaluated,
            f"{decision.path}: {decision.why}", stored)
     return request.command(evaluated.stats, plan)
 
@@ -140,8 +144,8 @@ def explain(request: Request, name: TableName, full: bool) -> Result:
     """Which path a refresh would take now, and why, with what changed in each base relation."""
     stored = _stored(request.spark, name)
     current = _current_bases(request.spark, stored, full)
-    _, plan = _plan(request, stored)
-    decision = decide(stored, plan, current, full)
+    _, plan, bound = _plan(request, stored)
+    decision = decide(stored, plan, current, full, bound)
     lines = [f"REFRESH MATERIALIZED VIEW {name}: {decision.path} refresh",
              f"  why: {decision.why}",
              f"  last refreshed: {stored.refreshed_at} ({stored.refreshed_how})",
@@ -214,8 +218,10 @@ class Decision:
     notes: dict[str, str] = field(default_factory=dict)  # base -> what changed in it
 
 
-def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], full: bool) -> Decision:
-    """The path of a refresh from the bases as stored and as they are now, and the plan."""
+def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], full: bool,
+           bound: str) -> Decision:
+    """The path of a refresh from the bases as stored and as they are now, and the plan (with
+    `bound`, the digest of its definition with the recursive views it reads expanded)."""
     notes = {name: _change(stored.bases.get(name, {}), now) for name, now in current.items()}
     appended = {name: _new_files(stored.bases[name], now) for name, now in current.items()
                 if notes[name].endswith("appended")}
@@ -225,6 +231,8 @@ def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], 
     unrecorded = sorted(reads - set(stored.bases))
     if full:
         decision.why = "FULL was asked"
+    elif bound != stored.bound:
+        decision.why = "a recursive view the definition reads was replaced since the last refresh"
     elif unrecorded:
         decision.why = f"the definition now reads {', '.join(unrecorded)}, not recorded at the last refresh"
     elif no_files := [n for n, now in current.items() if now.get("files") is None]:
@@ -363,21 +371,26 @@ def _current_bases(spark: SparkSession, stored: Stored, full: bool) -> dict[str,
     return current
 
 
-def _plan(request: Request, stored: Stored) -> tuple[Request, QueryPlan]:
+def _plan(request: Request, stored: Stored) -> tuple[Request, QueryPlan, str]:
     """The stored definition planned again, in a request of its own (its text is what errors
-    point at)."""
+    point at), and the digest of its expansion."""
     query = parse_statement(stored.definition).expression
     if not isinstance(query, exp.Query):  # never: CREATE stored a query
         raise AssertionError(f"materialized view {stored.name} stores no query")
     sub = dataclasses.replace(request, statement=Statement(stored.definition, query), args=None,
                               frames={})
-    plan = stages.plan(sub, stages.bind(sub, query))
+    expansion = stages.bind(sub, query)
+    plan = stages.plan(sub, expansion)
     if plan is None:
         raise RecSQLAnalysisError(
             f"The definition of materialized view {stored.name} no longer needs recursion "
             "(a recursive view it read was replaced); recreate it with CREATE OR REPLACE "
             "MATERIALIZED VIEW", condition="RECSQL_MATERIALIZED_VIEW_STATE_MISMATCH")
-    return sub, stages.analyse(sub, plan)
+    return sub, stages.analyse(sub, plan), _digest(expansion)
+
+
+def _digest(expansion: Expansion) -> str:
+    return hashlib.sha256(expansion.query.sql("rasql").encode()).hexdigest()
 
 
 def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision) -> seeded.Seed:
@@ -422,6 +435,7 @@ def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: seeded.
                     df.write.saveAsTable(table, format="parquet")
                     new.states[key] = {"table": table, "rows": rows}
         _check_unchanged(spark, name, new.bases)
+        _check_current(spark, name, old)
         mv_storage.publish(spark, new, replace=old is not None, sql=request.text)
     except BaseException:
         mv_storage.drop_tables(spark, written)
@@ -438,6 +452,17 @@ def _check_unchanged(spark: SparkSession, name: TableName, bases: dict[str, dict
                 f"Base relation {base} changed while materialized view {name} was being "
                 "refreshed; the view keeps its last answer: refresh it again",
                 condition="RECSQL_MATERIALIZED_VIEW_BASE_CHANGED")
+
+
+def _check_current(spark: SparkSession, name: TableName, old: Stored | None) -> None:
+    """The view is still the version this refresh started from: of two refreshes at once, the
+    second to finish fails instead of dropping the first one's tables from under it."""
+    now = mv_storage.read(spark, name)
+    if (now.version if now else None) != (old.version if old else None):
+        raise RecSQLExecutionError(
+            f"Materialized view {name} was refreshed, created or dropped by another statement "
+            "while this one ran; this refresh wrote nothing: run it again if it is still needed",
+            condition="RECSQL_MATERIALIZED_VIEW_CONCURRENT_REFRESH")
 
 
 def _properties(node: exp.Create) -> list[exp.Expr]:

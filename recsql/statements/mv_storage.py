@@ -58,6 +58,9 @@ class Stored:
     bases: dict[str, dict[str, Any]] = field(default_factory=dict)
     refreshed_at: str = ""
     refreshed_how: str = ""
+    # a digest of the definition with the recursive views it reads expanded: a view replaced
+    # since then changes it
+    bound: str = ""
 
     @property
     def tables(self) -> list[str]:
@@ -93,7 +96,7 @@ def read(spark: SparkSession, name: TableName) -> Stored | None:
     return Stored(name=name, definition=info["definition"], version=info["version"],
                   answer=info["answer"], states=info["states"], bases=info["bases"],
                   refreshed_at=properties.get(REFRESHED_AT, ""),
-                  refreshed_how=properties.get(REFRESHED_HOW, ""))
+                  refreshed_how=properties.get(REFRESHED_HOW, ""), bound=info.get("bound", ""))
 
 
 def exists(spark: SparkSession, name: TableName) -> bool:
@@ -109,7 +112,8 @@ def exists(spark: SparkSession, name: TableName) -> bool:
 def publish(spark: SparkSession, stored: Stored, *, replace: bool, sql: str) -> None:
     """Point the view `stored.name` at `stored`'s version: one catalog operation."""
     text = json.dumps({"definition": stored.definition, "version": stored.version,
-                       "answer": stored.answer, "states": stored.states, "bases": stored.bases},
+                       "answer": stored.answer, "states": stored.states, "bases": stored.bases,
+                       "bound": stored.bound},
                       sort_keys=True)
     parts = [text[i: i + PART_LENGTH] for i in range(0, len(text), PART_LENGTH)] or [""]
     properties = {MARK: FORMAT, f"{INFO}.numParts": str(len(parts)),

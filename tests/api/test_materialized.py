@@ -203,3 +203,29 @@ def test_what_falls_back_says_why(spark, edges):
     assert rows(spark.table(counting)) == [(0, 1), (1, 1), (2, 1), (3, 1)]  # one path each
     assert rows(spark.table(twice)) == [(0,), (2,)]  # even-length paths from 0
     assert rows(spark.table(on_view)) == reach_oracle([(0, 1, 1), (1, 2, 1), (2, 3, 1)])
+
+
+def test_appends_to_two_tables_one_branch_reads(spark, edges):
+    """New rows of one table meet old rows of the other: each appended table is read alone in
+    turn, the other whole."""
+    table, made = edges
+    allowed = unique_name("mv_allowed")
+    write(spark, table, [(0, 1, 1), (1, 2, 1), (2, 3, 1)], "create")
+    spark.createDataFrame([(1,)], "Node int").write.saveAsTable(allowed, format="parquet")
+    try:
+        view = create(spark, made, """WITH recursive reach (Node) AS (SELECT 0)
+          UNION (SELECT e.Dst FROM reach r JOIN {edges} e ON r.Node = e.Src
+                 JOIN """ + allowed + """ a ON e.Dst = a.Node)
+          SELECT Node FROM reach""", table)
+        assert rows(spark.table(view)) == [(0,), (1,)]
+        write(spark, table, [(1, 4, 1)])  # a new edge to a new allowed node
+        spark.createDataFrame([(2,), (4,)], "Node int").write.insertInto(allowed)
+        assert path_of(spark, view).endswith(": incremental refresh")
+        recsql.refresh(view, spark=spark)
+        edges_now, allowed_now = {(0, 1), (1, 2), (2, 3), (1, 4)}, {1, 2, 4}
+        found = {0}
+        while grown := {d for s, d in edges_now if s in found and d in allowed_now} - found:
+            found |= grown
+        assert rows(spark.table(view)) == sorted((n,) for n in found)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {allowed}")
