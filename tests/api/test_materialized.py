@@ -93,7 +93,7 @@ def test_appends_refresh_incrementally_and_a_delete_in_full(spark, edges):
     write(spark, table, data, "create")
     views = (create(spark, made, SSSP, table), create(spark, made, REACH, table))
     check(spark, views, data)
-    for round_ in range(3):
+    for round_ in range(2):
         more = random_edges(rng, 12, rng.randint(1, 4))
         write(spark, table, more)
         data += more
