@@ -79,6 +79,15 @@ def explain(query: str, args: dict | list | None = None, *, spark: SparkSession 
     return "\n".join(row[0] for row in result.df.collect())
 
 
+def refresh(name: str, *, full: bool = False, spark: SparkSession | None = None,
+            conf: dict[str, Any] | None = None, progress: Progress | None = None) -> Result:
+    """`REFRESH MATERIALIZED VIEW name [FULL]`: bring a materialized view up to date with its
+    base tables, from what changed where that is proven sound (see `EXPLAIN REFRESH
+    MATERIALIZED VIEW name`), else in full. `name` is a table name as SQL writes it."""
+    statement = f"REFRESH MATERIALIZED VIEW {name}{' FULL' if full else ''}"
+    return run(statement, spark=spark, conf=conf, progress=progress)
+
+
 def _spark_sql(spark: SparkSession, query: str, args, kwargs: dict) -> DataFrame:
     try:
         with quiet_pyspark_error_logs():

@@ -161,14 +161,7 @@ class GroupRun:
         from the start, or run the base step; then, while a delta is live, let the first runner
         that takes them run the next iteration(s), checkpoint, and recover from blocks lost with
         an executor."""
-        iteration = self.checkpoints.resume()
-        if iteration is None:
-            iteration = self.driver.run_whole()
-            if iteration is None:
-                self.step(0, self.base_candidates)
-                iteration = 0
-            else:
-                self.checkpoints.after_step(iteration)
+        iteration = self.start()
         while self.live() and not self.enough_rows():
             self.check_spark_limits(iteration)
             if iteration >= self.ctx.settings.max_iterations:
@@ -181,6 +174,20 @@ class GroupRun:
             except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
                 iteration = self.checkpoints.recover(error)
         return {key: state.result() for key, state in self.states.items()}
+
+    def start(self) -> int:
+        """Bring the states to the end of a first iteration and return it: resumed from the
+        latest checkpoint, the whole fixpoint on the driver, or the base step (a refresh of a
+        materialized view starts from its stored state instead: `executor/seeded.py`)."""
+        iteration = self.checkpoints.resume()
+        if iteration is None:
+            iteration = self.driver.run_whole()
+            if iteration is None:
+                self.step(0, self.base_candidates)
+                iteration = 0
+            else:
+                self.checkpoints.after_step(iteration)
+        return iteration
 
     def unevaluated(self) -> dict[str, DataFrame]:
         """Each CTE's empty state: no rows, the types the fixpoint's result has (for typing a

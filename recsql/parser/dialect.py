@@ -96,6 +96,15 @@ class RaSQLParser(SparkParser):
             return exp.column(exp.to_identifier(self._prev.text))
         return super()._parse_primary()
 
+    def _parse_refresh(self) -> exp.Refresh | exp.Command:
+        # Databricks' `REFRESH MATERIALIZED VIEW name FULL`: recompute instead of refreshing from
+        # what changed (recsql.statements.materialized)
+        refresh = super()._parse_refresh()
+        if isinstance(refresh, exp.Refresh) and refresh.text("kind") == "MATERIALIZED VIEW" \
+                and self._match_text_seq("FULL"):
+            refresh.set("mode", exp.var("FULL"))
+        return refresh
+
     def _parse_cte(self) -> exp.CTE | exp.FunctionSpecification | None:
         level = self._take_max_recursion_level()
         cte = super()._parse_cte()
@@ -234,6 +243,14 @@ class RaSQLGenerator(SparkGenerator):
     def cte_sql(self, expression: exp.CTE) -> str:
         clauses = [self.sql(expression, key) for key in ("search", "cycle") if expression.args.get(key)]
         return " ".join([super().cte_sql(expression), *clauses])
+
+    def refresh_sql(self, expression: exp.Refresh) -> str:
+        mode = expression.args.get("mode")
+        if mode is None:
+            return super().refresh_sql(expression)
+        plain = expression.copy()
+        plain.set("mode", None)
+        return f"{super().refresh_sql(plain)} {mode.name}"
 
 
 class RaSQL(Spark):

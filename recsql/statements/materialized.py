@@ -1,0 +1,470 @@
+"""Materialized views: `CREATE MATERIALIZED VIEW name AS <recursive query>`, `REFRESH
+MATERIALIZED VIEW name [FULL]`, `EXPLAIN REFRESH MATERIALIZED VIEW name`, `DROP MATERIALIZED
+VIEW [IF EXISTS] name`.
+
+A refresh compares each base relation with what it was at the last refresh and takes one of
+three paths (`decide`, which EXPLAIN shows with its reason):
+
+    unchanged    no base relation changed: the stored answer is still the answer
+    incremental  rows were only appended (files only added to a file-based table) and the query
+                 is monotone (set UNION, min/max) in one recursive group: the fixpoint continues
+                 from its stored state, the new rows' derivations its first delta
+                 (`recsql.executor.seeded`)
+    full         anything else: the query runs again from scratch
+
+Where the view's answer, state and bookkeeping live is `recsql.statements.mv_storage`'s."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from sqlglot import exp
+
+from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
+from recsql.executor import seeded
+from recsql.executor.bases import file_identity
+from recsql.executor.recovery import read_relations
+from recsql.executor.run import Executor
+from recsql.executor.spark_sql import quiet_pyspark_error_logs
+from recsql.parser import Statement, parse_statement
+from recsql.planner import QueryPlan
+from recsql.planner.model import GroupStep, ViewStep
+from recsql.planner.names import TableName
+from recsql.planner.views import Expansion
+from recsql.statements import mv_storage, stages
+from recsql.statements.mv_storage import Stored
+from recsql.statements.request import Request, Result
+from recsql.statements.targets import target
+
+UNCHANGED, INCREMENTAL, FULL = "unchanged", "incremental", "full"
+# formats whose files hold every column, so the rows of new files alone can be read back
+SELF_DESCRIBING = {"parquet", "orc"}
+# functions whose value is not a function of the rows: a refresh from what changed would mix
+# values drawn at two times
+NON_DETERMINISTIC = {"rand", "randn", "random", "uuid", "shuffle", "current_timestamp", "now",
+                     "current_date", "curdate", "localtimestamp", "unix_timestamp",
+                     "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+                     "current_user", "user", "session_user", "try_reflect", "reflect"}
+
+
+def takes(statement: Statement) -> bool:
+    """Whether the statement is one of this module's forms."""
+    node = statement.expression
+    if isinstance(node, exp.Refresh):
+        return node.text("kind").upper() == "MATERIALIZED VIEW"
+    if statement.explain is not None:
+        return False
+    if isinstance(node, exp.Create):
+        return any(isinstance(p, exp.MaterializedProperty) for p in _properties(node))
+    return isinstance(node, exp.Drop) and bool(node.args.get("materialized"))
+
+
+def run(request: Request, node: exp.Expr) -> Result:
+    if isinstance(node, exp.Refresh):
+        name = TableName.of(node.this)
+        full = node.args.get("mode") is not None
+        if request.statement.explain is not None:
+            return explain(request, name, full)
+        return refresh(request, name, full=full)
+    if isinstance(node, exp.Create):
+        return create(request, node)
+    if not isinstance(node, exp.Drop):  # never: `takes` took only these forms
+        raise AssertionError(f"not a materialized view statement: {node.sql('rasql')}")
+    return drop(request, node)
+
+
+# -- the statements ---------------------------------------------------------------------------
+
+
+def create(request: Request, node: exp.Create) -> Result:
+    table = target(node)
+    name = TableName.of(table)
+    if mv_storage.exists(request.spark, name):
+        if node.args.get("exists"):
+            return request.command()
+        if not node.args.get("replace") or mv_storage.read(request.spark, name) is None:
+            raise RecSQLAnalysisError(
+                f"Cannot create materialized view {name} because a table or view of that name "
+                "already exists; choose another name, drop it, or (for a materialized view) "
+                "write CREATE OR REPLACE MATERIALIZED VIEW",
+                condition="TABLE_OR_VIEW_ALREADY_EXISTS")
+    if not isinstance(node.expression, exp.Query):
+        raise RecSQLAnalysisError(f"CREATE MATERIALIZED VIEW {name} needs AS <query>",
+                                  condition="RECSQL_MATERIALIZED_VIEW_QUERY")
+    expansion = stages.bind(request, node.expression)
+    plan = stages.plan(request, expansion)
+    if plan is None:
+        raise RecSQLAnalysisError(
+            f"Materialized view {name} is not recursive: recsql keeps materialized views of "
+            "recursive queries; for another query use CREATE TABLE ... AS, or Spark "
+            "Declarative Pipelines' CREATE MATERIALIZED VIEW",
+            condition="RECSQL_MATERIALIZED_VIEW_NOT_RECURSIVE")
+    bound = sorted(plan.parameters) or sorted(request.frames)
+    if bound:
+        raise RecSQLAnalysisError(
+            f"Materialized view {name} cannot keep the parameter(s) {', '.join(bound)} bound "
+            "for this statement: a refresh runs the definition again without them; write the "
+            "values into its text", condition="RECSQL_VIEW_WITH_PARAMETERS")
+    plan = stages.analyse(request, plan)
+    bases = identities(request.spark, read_relations(plan))
+    evaluated = seeded.execute(request.executor, plan)
+    old = mv_storage.read(request.spark, name)
+    _store(request, Stored(name=name, definition=node.expression.sql("rasql"), version="",
+                           answer="", bases=bases, bound=_digest(expansion)),
+           plan, evaluated, "full: created", old)
+    return request.command(evaluated.stats, plan)
+
+
+def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
+    stored = _stored(request.spark, name)
+    current = _current_bases(request.spark, stored, full)
+    sub, plan, bound = _plan(request, stored)
+    decision = decide(stored, plan, current, full, bound)
+    if decision.path == UNCHANGED:
+        return request.command(plan=plan)
+    seed = _seed(sub, stored, plan, decision) if decision.path == INCREMENTAL else None
+    settings = request.settings
+    if seed is not None:  # the doubling rules are proven from the base step only
+        settings = dataclasses.replace(settings, doubling_after_iterations=0)
+    executor = Executor(spark=request.spark, settings=settings, args=None, frames={},
+                        tables=sub.catalog.frames, on_iteration=request.on_iteration)
+    evaluated = seeded.execute(executor, plan, seed)
+    _store(request, dataclasses.replace(stored, bases=current, bound=bound), plan, evaluated,
+           f"{decision.path}: {decision.why}", stored)
+    return request.command(evaluated.stats, plan)
+
+
+def explain(request: Request, name: TableName, full: bool) -> Result:
+    """Which path a refresh would take now, and why, with what changed in each base relation."""
+    stored = _stored(request.spark, name)
+    current = _current_bases(request.spark, stored, full)
+    _, plan, bound = _plan(request, stored)
+    decision = decide(stored, plan, current, full, bound)
+    lines = [f"REFRESH MATERIALIZED VIEW {name}: {decision.path} refresh",
+             f"  why: {decision.why}",
+             f"  last refreshed: {stored.refreshed_at} ({stored.refreshed_how})",
+             *[f"  base {base}: {note}" for base, note in decision.notes.items()]]
+    df = request.spark.createDataFrame([("\n".join(lines),)], "plan string")
+    return Result(df=df, plan=plan, kind="explain")
+
+
+def drop(request: Request, node: exp.Drop) -> Result:
+    tables = node.args.get("tables") or [node.this]
+    for table in tables:
+        name = TableName.of(table)
+        stored = mv_storage.read(request.spark, name)
+        if stored is None:
+            if node.args.get("exists") and not mv_storage.exists(request.spark, name):
+                continue
+            raise _not_materialized(request.spark, name)
+        mv_storage.drop_view(request.spark, name)
+        mv_storage.drop_tables(request.spark, stored.tables)
+    return request.command()
+
+
+# -- what changed, and which path a refresh takes ---------------------------------------------
+
+
+def identities(spark: SparkSession, names: set[TableName]) -> dict[str, dict[str, Any]]:
+    return {name.sql: identity(spark, name) for name in sorted(names, key=lambda n: n.key)}
+
+
+def identity(spark: SparkSession, name: TableName) -> dict[str, Any]:
+    """What a base relation is now: its schema, and for a table read from local files alone its
+    files with sizes and modification times (`executor/bases.py` identifies kept copies so), and
+    the format its new files can be read back in (None: they cannot be read alone); `missing`
+    for a relation the catalog does not have."""
+    try:
+        with quiet_pyspark_error_logs():
+            table = spark.catalog.getTable(name.sql)
+            df = spark.table(name.sql)
+    except AnalysisException:
+        return {"missing": True}
+    entry: dict[str, Any] = {"schema": df.schema.simpleString(), "files": None, "format": None}
+    if table.isTemporary or (table.tableType or "").upper() == "VIEW":
+        entry["why"] = "a view, whose rows have no files of their own"
+        return entry
+    files, local = file_identity(df)
+    if not local:
+        entry["why"] = "not read from local files alone" if files else "a table with no files"
+        return entry
+    entry["files"] = [list(f) for f in files]
+    entry["format"] = _readable_format(spark, name)
+    return entry
+
+
+def _readable_format(spark: SparkSession, name: TableName) -> str | None:
+    """The table's format if the rows of some of its files can be read alone: an unpartitioned
+    table (partition values live in directory names) in a format that needs no options."""
+    with quiet_pyspark_error_logs():
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name.sql}").collect()
+    provider = next(((r[1] or "").lower() for r in rows if r[0] == "Provider"), "")
+    partitioned = any((r[0] or "").startswith("# Partition Information") for r in rows)
+    return provider if provider in SELF_DESCRIBING and not partitioned else None
+
+
+@dataclass
+class Decision:
+    path: str  # UNCHANGED, INCREMENTAL or FULL
+    why: str
+    appended: dict[str, list[str]] = field(default_factory=dict)  # base -> its new files
+    formats: dict[str, str] = field(default_factory=dict)  # appended base -> its files' format
+    notes: dict[str, str] = field(default_factory=dict)  # base -> what changed in it
+
+
+def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], full: bool,
+           bound: str) -> Decision:
+    """The path of a refresh from the bases as stored and as they are now, and the plan (with
+    `bound`, the digest of its definition with the recursive views it reads expanded)."""
+    notes = {name: _change(stored.bases.get(name, {}), now) for name, now in current.items()}
+    appended = {name: _new_files(stored.bases[name], now) for name, now in current.items()
+                if notes[name].endswith("appended")}
+    formats = {n: current[n]["format"] for n in appended if current[n].get("format")}
+    decision = Decision(FULL, "", appended, formats, notes)
+    reads = {name.sql for name in read_relations(plan)}
+    unrecorded = sorted(reads - set(stored.bases))
+    if full:
+        decision.why = "FULL was asked"
+    elif bound != stored.bound:
+        decision.why = "a recursive view the definition reads was replaced since the last refresh"
+    elif unrecorded:
+        decision.why = f"the definition now reads {', '.join(unrecorded)}, not recorded at the last refresh"
+    elif no_files := [n for n, now in current.items() if now.get("files") is None]:
+        name = no_files[0]
+        decision.why = (f"base {name} is {current[name].get('why', 'not a table')}: what changed in "
+                        "it cannot be told, so it is always refreshed in full")
+    elif not (changed := [n for n, note in notes.items() if note != "unchanged"]):
+        decision.path, decision.why = UNCHANGED, "no base relation changed since the last refresh"
+    elif rewritten := [n for n in changed if n not in appended]:
+        decision.why = (f"files of base {rewritten[0]} were removed or rewritten since the last "
+                        "refresh (a delete or an update): only appends refresh incrementally yet")
+    elif unreadable := [n for n in appended if n not in formats]:
+        decision.why = (f"base {unreadable[0]} is partitioned or not parquet/orc: the rows of its "
+                        "new files cannot be read alone yet")
+    elif reason := shape_reason(plan, {TableName.parse(n) for n in appended}):
+        decision.why = reason
+    elif {c.key for g in plan.groups for c in g.ctes} != set(stored.states):
+        decision.why = "no stored state matches the query's recursive relations"
+    else:
+        decision.path = INCREMENTAL
+        decision.why = (f"rows were only appended to {', '.join(appended)} and the query is "
+                        "monotone: the fixpoint continues from its stored state, the new rows' "
+                        "derivations its first delta")
+    return decision
+
+
+def _change(before: dict[str, Any], now: dict[str, Any]) -> str:
+    old, new = before.get("files"), now.get("files")
+    if new is None:
+        return f"{now.get('why', 'not a table')}: always refreshed in full"
+    if old is None:
+        return "had no files at the last refresh"
+    if old == new:
+        return "unchanged"
+    if set(map(tuple, old)) <= set(map(tuple, new)):
+        return f"{len(new) - len(old)} file(s) appended"
+    return "files removed or rewritten"
+
+
+def _new_files(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    old = {tuple(f) for f in before["files"]}
+    return [f[0] for f in now["files"] if tuple(f) not in old]
+
+
+def shape_reason(plan: QueryPlan, appended: set[TableName]) -> str | None:
+    """Why the plan cannot continue from a stored state after appends to `appended`, or None.
+    Continuing is proven for one recursive group of set or min/max relations whose branches
+    each read an appended table at most once (`recsql.executor.seeded`)."""
+    groups = plan.groups
+    if len(groups) != 1:
+        return (f"the query has {len(groups)} recursive groups (strata): only a query of one "
+                "is continued from its stored state yet")
+    group = groups[0]
+    if group.row_target is not None:
+        return "a LIMIT may end its recursion early"
+    for step in plan.steps[:plan.steps.index(group)]:
+        if isinstance(step, ViewStep) and _reads(step.query, appended):
+            return f"CTE {step.name}, read by the recursion, reads an appended table"
+    for cte in group.ctes:
+        if cte.bag:
+            return f"CTE {cte.name} is UNION ALL recursion: its rows are a bag, not a fixpoint"
+        if any(c.agg not in ("min", "max") for c in cte.aggregates):
+            return (f"CTE {cte.name} aggregates with {', '.join(sorted({c.agg or '' for c in cte.aggregates}))}:"
+                    " only set and min/max recursion refresh incrementally yet")
+        if cte.level_limit is not None or cte.compared:
+            return f"CTE {cte.name} limits its recursion depth or has SEARCH/CYCLE columns"
+        for branch in cte.branches:
+            for table in appended:
+                count = _reads(branch.select, {table}) + sum(b.table == table for b in branch.bases)
+                if count > 1:
+                    return (f"a branch of CTE {cte.name} reads {table} {count} times: new rows "
+                            "joined with new rows are not derived from the stored state yet")
+    called = _non_deterministic(plan)
+    if called:
+        return f"the query calls {called}, which is not deterministic"
+    return None
+
+
+def _reads(node: exp.Expr, tables: set[TableName]) -> int:
+    return sum(1 for t in node.find_all(exp.Table)
+               if isinstance(t.this, exp.Identifier) and TableName.of(t) in tables)
+
+
+def _non_deterministic(plan: QueryPlan) -> str | None:
+    nodes: list[exp.Expr] = [plan.final]
+    for step in plan.steps:
+        if isinstance(step, ViewStep):
+            nodes.append(step.query)
+        elif isinstance(step, GroupStep):
+            nodes += [b.select for c in step.ctes for b in c.branches]
+    for node in nodes:
+        for func in node.find_all(exp.Func):
+            name = (func.name if isinstance(func, exp.Anonymous) else func.sql_name()).lower()
+            if name in NON_DETERMINISTIC:
+                return name
+    return None
+
+
+# -- reading and writing the stored view ------------------------------------------------------
+
+
+def _stored(spark: SparkSession, name: TableName) -> Stored:
+    stored = mv_storage.read(spark, name)
+    if stored is None:
+        raise _not_materialized(spark, name)
+    return stored
+
+
+def _not_materialized(spark: SparkSession, name: TableName) -> RecSQLAnalysisError:
+    what = "is a table or view, not" if mv_storage.exists(spark, name) else "does not exist: it is not"
+    return RecSQLAnalysisError(
+        f"{name} {what} a materialized view of recsql (made by CREATE MATERIALIZED VIEW "
+        "through recsql); for a table, REFRESH TABLE re-reads its files",
+        condition="RECSQL_NOT_A_MATERIALIZED_VIEW")
+
+
+def _current_bases(spark: SparkSession, stored: Stored, full: bool) -> dict[str, dict[str, Any]]:
+    """The stored bases as they are now; a dropped one, or (unless FULL) one whose columns
+    changed, is an error that leaves the view as it was."""
+    current = {}
+    for base, before in stored.bases.items():
+        now = identity(spark, TableName.parse(base))
+        if now.get("missing") and not before.get("missing"):
+            raise RecSQLAnalysisError(
+                f"Base relation {base} of materialized view {stored.name} no longer exists "
+                "(dropped since the last refresh); the view keeps its last answer. Recreate it "
+                f"and run REFRESH MATERIALIZED VIEW {stored.name} FULL, or DROP MATERIALIZED "
+                f"VIEW {stored.name}", condition="RECSQL_MATERIALIZED_VIEW_BASE_DROPPED")
+        if not full and now.get("schema") != before.get("schema"):
+            raise RecSQLAnalysisError(
+                f"Base relation {base} of materialized view {stored.name} changed its columns "
+                f"since the last refresh ({before.get('schema')} -> {now.get('schema')}); the "
+                f"view keeps its last answer. Run REFRESH MATERIALIZED VIEW {stored.name} FULL "
+                "to recompute it", condition="RECSQL_MATERIALIZED_VIEW_BASE_CHANGED")
+        current[base] = now
+    return current
+
+
+def _plan(request: Request, stored: Stored) -> tuple[Request, QueryPlan, str]:
+    """The stored definition planned again, in a request of its own (its text is what errors
+    point at), and the digest of its expansion."""
+    query = parse_statement(stored.definition).expression
+    if not isinstance(query, exp.Query):  # never: CREATE stored a query
+        raise AssertionError(f"materialized view {stored.name} stores no query")
+    sub = dataclasses.replace(request, statement=Statement(stored.definition, query), args=None,
+                              frames={})
+    expansion = stages.bind(sub, query)
+    plan = stages.plan(sub, expansion)
+    if plan is None:
+        raise RecSQLAnalysisError(
+            f"The definition of materialized view {stored.name} no longer needs recursion "
+            "(a recursive view it read was replaced); recreate it with CREATE OR REPLACE "
+            "MATERIALIZED VIEW", condition="RECSQL_MATERIALIZED_VIEW_STATE_MISMATCH")
+    return sub, stages.analyse(sub, plan), _digest(expansion)
+
+
+def _digest(expansion: Expansion) -> str:
+    return hashlib.sha256(expansion.query.sql("rasql").encode()).hexdigest()
+
+
+def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision) -> seeded.Seed:
+    spark = request.spark
+    states, rows = {}, {}
+    for cte in plan.groups[0].ctes:
+        kept = stored.states[cte.key]
+        with quiet_pyspark_error_logs():
+            df = spark.table(kept["table"])
+        if [c.lower() for c in df.columns] != [c.lower() for c in cte.columns]:
+            raise RecSQLAnalysisError(
+                f"The stored state of CTE {cte.name} of materialized view {stored.name} has "
+                f"columns ({', '.join(df.columns)}) that no longer match its definition "
+                f"({', '.join(cte.columns)}); run REFRESH MATERIALIZED VIEW {stored.name} FULL",
+                condition="RECSQL_MATERIALIZED_VIEW_STATE_MISMATCH")
+        states[cte.key], rows[cte.key] = df, int(kept["rows"])
+    appended: dict[TableName, DataFrame] = {}
+    for base, files in decision.appended.items():
+        table = TableName.parse(base)
+        schema = spark.table(table.sql).schema
+        appended[table] = spark.read.format(decision.formats[base]).schema(schema).load(files)
+    return seeded.Seed(states, rows, appended)
+
+
+def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: seeded.Evaluated,
+           how: str, old: Stored | None) -> None:
+    """Write a new version of the view (answer, states), then point the view at it; on any
+    failure drop what was written and leave the old version as it was."""
+    spark, name = request.spark, stored.name
+    version = mv_storage.new_version()
+    new = dataclasses.replace(stored, version=version, states={}, refreshed_how=how,
+                              answer=mv_storage.version_table(name, version, "answer"),
+                              refreshed_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
+    written = [new.answer]
+    try:
+        with quiet_pyspark_error_logs():
+            evaluated.df.write.saveAsTable(new.answer, format="parquet")
+            if len(plan.groups) == 1:  # what an incremental refresh can start from
+                for i, (key, (df, rows)) in enumerate(sorted(evaluated.states.items())):
+                    table = mv_storage.version_table(name, version, f"state_{i}")
+                    written.append(table)
+                    df.write.saveAsTable(table, format="parquet")
+                    new.states[key] = {"table": table, "rows": rows}
+        _check_unchanged(spark, name, new.bases)
+        _check_current(spark, name, old)
+        mv_storage.publish(spark, new, replace=old is not None, sql=request.text)
+    except BaseException:
+        mv_storage.drop_tables(spark, written)
+        raise
+    if old is not None:
+        mv_storage.drop_tables(spark, old.tables)
+
+
+def _check_unchanged(spark: SparkSession, name: TableName, bases: dict[str, dict[str, Any]]) -> None:
+    """The bases' files are still those the refresh read: what is stored describes the answer."""
+    for base, before in bases.items():
+        if before.get("files") is not None and identity(spark, TableName.parse(base)) != before:
+            raise RecSQLExecutionError(
+                f"Base relation {base} changed while materialized view {name} was being "
+                "refreshed; the view keeps its last answer: refresh it again",
+                condition="RECSQL_MATERIALIZED_VIEW_BASE_CHANGED")
+
+
+def _check_current(spark: SparkSession, name: TableName, old: Stored | None) -> None:
+    """The view is still the version this refresh started from: of two refreshes at once, the
+    second to finish fails instead of dropping the first one's tables from under it."""
+    now = mv_storage.read(spark, name)
+    if (now.version if now else None) != (old.version if old else None):
+        raise RecSQLExecutionError(
+            f"Materialized view {name} was refreshed, created or dropped by another statement "
+            "while this one ran; this refresh wrote nothing: run it again if it is still needed",
+            condition="RECSQL_MATERIALIZED_VIEW_CONCURRENT_REFRESH")
+
+
+def _properties(node: exp.Create) -> list[exp.Expr]:
+    props = node.args.get("properties")
+    return list(props.expressions) if props else []

@@ -1,0 +1,231 @@
+"""Materialized views (docs/materialized-views.md): CREATE / REFRESH [FULL] / EXPLAIN REFRESH /
+DROP MATERIALIZED VIEW. After every refresh the answer plain Spark reads equals an independent
+oracle (a plain-Python Dijkstra, a plain-Python closure) over the base table as it is then;
+EXPLAIN says which path the refresh takes, so each test also checks that appends took the
+incremental path and a delete the full one."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import oracles
+import pytest
+from conftest import rows, unique_name
+
+import recsql
+from recsql.errors import RecSQLError
+
+SSSP = """WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Pred) AS (SELECT 0, 0, 0)
+  UNION (SELECT e.Dst, p.Cost + e.Cost, p.Dst FROM path p, {edges} e WHERE p.Dst = e.Src)
+SELECT Dst, Cost, Pred FROM path"""
+# the appended table is read by the base branch too (plain, not as a partitioned join side)
+REACH = """WITH recursive reach (Node) AS (SELECT Dst FROM {edges} WHERE Src = 0)
+  UNION (SELECT e.Dst FROM reach r JOIN {edges} e ON r.Node = e.Src)
+SELECT Node FROM reach"""
+
+
+def sssp_oracle(edges):
+    """(Dst, Cost, Pred) from node 0, Pred the least predecessor on a shortest path (the ranked
+    tuple (Cost, Pred) is what min() with payload keeps)."""
+    dist = oracles.dijkstra(edges, 0)
+    pred = defaultdict(list)
+    for u, v, c in edges:
+        if u in dist and v != 0 and dist[u] + c == dist.get(v):
+            pred[v].append(u)
+    return sorted([(0, 0, 0)] + [(v, dist[v], min(pred[v])) for v in dist if v != 0])
+
+
+def reach_oracle(edges):
+    succ = defaultdict(set)
+    for u, v, _ in edges:
+        succ[u].add(v)
+    found, frontier = set(), set(succ[0])
+    while frontier:
+        found |= frontier
+        frontier = {w for n in frontier for w in succ[n]} - found
+    return sorted((n,) for n in found)
+
+
+def random_edges(rng, nodes, count):
+    return [(rng.randrange(nodes), rng.randrange(nodes), rng.randint(1, 9)) for _ in range(count)]
+
+
+@pytest.fixture
+def edges(spark):
+    name = unique_name("mv_edges")
+    made: list[str] = []
+    yield name, made
+    for view in made:
+        recsql.sql(f"DROP MATERIALIZED VIEW IF EXISTS {view}", spark=spark)
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def write(spark, name, data, mode="append"):
+    df = spark.createDataFrame(data, "Src int, Dst int, Cost int")
+    if mode == "create":
+        df.write.saveAsTable(name, format="parquet")
+    else:
+        df.write.insertInto(name, overwrite=mode == "overwrite")
+
+
+def path_of(spark, view) -> str:
+    return recsql.explain(f"REFRESH MATERIALIZED VIEW {view}", spark=spark).splitlines()[0]
+
+
+def create(spark, made, query, table):
+    view = unique_name("mv")
+    recsql.sql(f"CREATE MATERIALIZED VIEW {view} AS {query.format(edges=table)}", spark=spark)
+    made.append(view)
+    return view
+
+
+def check(spark, views, data):
+    sssp, reach = views
+    assert rows(spark.table(sssp)) == sssp_oracle(data)  # plain Spark reads the answer
+    assert rows(spark.table(reach)) == reach_oracle(data)
+
+
+def test_appends_refresh_incrementally_and_a_delete_in_full(spark, edges):
+    rng = random.Random(7)
+    table, made = edges
+    data = random_edges(rng, 10, 14)
+    write(spark, table, data, "create")
+    views = (create(spark, made, SSSP, table), create(spark, made, REACH, table))
+    check(spark, views, data)
+    for round_ in range(2):
+        more = random_edges(rng, 12, rng.randint(1, 4))
+        write(spark, table, more)
+        data += more
+        for view in views:
+            assert path_of(spark, view).endswith(": incremental refresh")
+            recsql.refresh(view, spark=spark)
+            if round_ == 0:
+                assert path_of(spark, view).endswith(": unchanged refresh")
+        check(spark, views, data)
+    data = rng.sample(data, len(data) - 3)  # a delete: every file is rewritten
+    write(spark, table, data, "overwrite")
+    for view in views:
+        assert path_of(spark, view).endswith(": full refresh")
+        recsql.sql(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+    check(spark, views, data)
+
+
+def test_incremental_on_the_spark_loop(spark, spark_loop, edges):
+    """The seeded group continued by the Spark loop itself (the driver endgame off)."""
+    rng = random.Random(3)
+    table, made = edges
+    data = random_edges(rng, 12, 18)
+    write(spark, table, data, "create")
+    view = create(spark, made, SSSP, table)
+    more = random_edges(rng, 14, 5)
+    write(spark, table, more)
+    data += more
+    assert path_of(spark, view).endswith(": incremental refresh")
+    recsql.sql(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+    assert rows(spark.table(view)) == sssp_oracle(data)
+
+
+def test_a_failed_refresh_leaves_the_previous_answer(spark, edges):
+    table, made = edges
+    data = [(0, 1, 1)]
+    write(spark, table, data, "create")
+    view = create(spark, made, SSSP, table)
+    before = rows(spark.table(view))
+    described = spark.sql(f"SHOW TBLPROPERTIES {view}").collect()
+    tables = {t.name for t in spark.catalog.listTables()}
+    chain = [(i, i + 1, 1) for i in range(1, 40)]  # 39 more iterations than the stored fixpoint
+    write(spark, table, chain)
+    with pytest.raises(RecSQLError) as failed:
+        recsql.sql(f"REFRESH MATERIALIZED VIEW {view}", spark=spark,
+                   conf={"spark.recsql.maxIterations": 5})
+    assert failed.value.condition == "RECSQL_MAX_ITERATIONS"
+    assert rows(spark.table(view)) == before == sssp_oracle(data)
+    assert spark.sql(f"SHOW TBLPROPERTIES {view}").collect() == described
+    assert {t.name for t in spark.catalog.listTables()} == tables  # nothing half-written left
+    recsql.refresh(view, spark=spark)
+    assert rows(spark.table(view)) == sssp_oracle(data + chain)
+
+
+def test_bad_input_is_refused_and_leaves_the_view(spark, edges):
+    table, made = edges
+    data = [(0, 1, 2), (1, 2, 2)]
+    write(spark, table, data, "create")
+    view = create(spark, made, SSSP, table)
+    with pytest.raises(RecSQLError) as error:
+        recsql.sql(f"REFRESH MATERIALIZED VIEW {table}", spark=spark)
+    assert error.value.condition == "RECSQL_NOT_A_MATERIALIZED_VIEW"
+    assert "is a table or view, not a materialized view" in str(error.value)
+    with pytest.raises(RecSQLError) as error:
+        recsql.sql(f"DROP MATERIALIZED VIEW {table}", spark=spark)
+    assert error.value.condition == "RECSQL_NOT_A_MATERIALIZED_VIEW"
+    with pytest.raises(RecSQLError) as error:
+        recsql.sql(f"CREATE MATERIALIZED VIEW {view} AS {SSSP.format(edges=table)}", spark=spark)
+    assert error.value.condition == "TABLE_OR_VIEW_ALREADY_EXISTS"
+
+    spark.sql(f"DROP TABLE {table}")
+    with pytest.raises(RecSQLError) as error:
+        recsql.sql(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+    assert error.value.condition == "RECSQL_MATERIALIZED_VIEW_BASE_DROPPED"
+    assert "FULL" in str(error.value)
+    assert rows(spark.table(view)) == sssp_oracle(data)
+
+    spark.createDataFrame([(0, 1, 2, "x")], "Src int, Dst int, Cost int, Note string") \
+        .write.saveAsTable(table, format="parquet")
+    with pytest.raises(RecSQLError) as error:
+        recsql.sql(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+    assert error.value.condition == "RECSQL_MATERIALIZED_VIEW_BASE_CHANGED"
+    assert rows(spark.table(view)) == sssp_oracle(data)
+    recsql.sql(f"REFRESH MATERIALIZED VIEW {view} FULL", spark=spark)
+    assert rows(spark.table(view)) == sssp_oracle([(0, 1, 2)])
+
+
+def test_what_falls_back_says_why(spark, edges):
+    table, made = edges
+    write(spark, table, [(0, 1, 1), (1, 2, 1)], "create")
+    counting = create(spark, made, """WITH recursive paths (Dst, count() AS N) AS (SELECT 0, 1)
+      UNION (SELECT e.Dst, p.N FROM paths p, {edges} e WHERE p.Dst = e.Src)
+      SELECT Dst, N FROM paths""", table)
+    twice = create(spark, made, """WITH recursive reach (Node) AS (SELECT 0)
+      UNION (SELECT b.Dst FROM reach r, {edges} a, {edges} b WHERE r.Node = a.Src AND a.Dst = b.Src)
+      SELECT Node FROM reach""", table)
+    over_view = unique_name("mv_edges_view")
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW {over_view} AS SELECT * FROM {table}")
+    on_view = create(spark, made, REACH, over_view)
+    write(spark, table, [(2, 3, 1)])
+    expected = {counting: "aggregates with count", twice: f"reads {table} 2 times",
+                on_view: "is a view, whose rows have no files"}
+    for view, why in expected.items():
+        text = recsql.explain(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+        assert text.splitlines()[0].endswith(": full refresh"), text
+        assert why in text
+        recsql.refresh(view, spark=spark)
+    assert rows(spark.table(counting)) == [(0, 1), (1, 1), (2, 1), (3, 1)]  # one path each
+    assert rows(spark.table(twice)) == [(0,), (2,)]  # even-length paths from 0
+    assert rows(spark.table(on_view)) == reach_oracle([(0, 1, 1), (1, 2, 1), (2, 3, 1)])
+
+
+def test_appends_to_two_tables_one_branch_reads(spark, edges):
+    """New rows of one table meet old rows of the other: each appended table is read alone in
+    turn, the other whole."""
+    table, made = edges
+    allowed = unique_name("mv_allowed")
+    write(spark, table, [(0, 1, 1), (1, 2, 1), (2, 3, 1)], "create")
+    spark.createDataFrame([(1,)], "Node int").write.saveAsTable(allowed, format="parquet")
+    try:
+        view = create(spark, made, """WITH recursive reach (Node) AS (SELECT 0)
+          UNION (SELECT e.Dst FROM reach r JOIN {edges} e ON r.Node = e.Src
+                 JOIN """ + allowed + """ a ON e.Dst = a.Node)
+          SELECT Node FROM reach""", table)
+        assert rows(spark.table(view)) == [(0,), (1,)]
+        write(spark, table, [(1, 4, 1)])  # a new edge to a new allowed node
+        spark.createDataFrame([(2,), (4,)], "Node int").write.insertInto(allowed)
+        assert path_of(spark, view).endswith(": incremental refresh")
+        recsql.refresh(view, spark=spark)
+        edges_now, allowed_now = {(0, 1), (1, 2), (2, 3), (1, 4)}, {1, 2, 4}
+        found = {0}
+        while grown := {d for s, d in edges_now if s in found and d in allowed_now} - found:
+            found |= grown
+        assert rows(spark.table(view)) == sorted((n,) for n in found)
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {allowed}")
