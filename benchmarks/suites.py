@@ -25,6 +25,8 @@ ENDGAME_OFF = "recsql (endgame off)"
 ENDGAME_OFF_COLD = "recsql (endgame off, cold)"
 CAREFUL = "careful loop"
 DUCKDB = "DuckDB"
+GRAPHX_COLD = "GraphX (build + run)"
+GRAPHX_WARM = "GraphX (run, graph built)"
 
 
 def product(queries, graph_names) -> tuple[tuple[str, str], ...]:
@@ -76,6 +78,15 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
            "the careful loop; whether it completes within the machine's memory.",
            product(["sssp"], ["rmat-22"]), (ENDGAME_OFF, CAREFUL), runs=2,
            run_cap=3600.0, output="benchmarks/RESULTS-rmat22.md"),
+    # -- issue 38: the Spark path against GraphX
+    Matrix("graphx", "SSSP and CC at RMAT 2^20, the Spark loop (endgame off) cold (a session's "
+           "first statement over the cached table) and warm (a later one, reading the base copies "
+           "an earlier one kept) against GraphX, its graph built and cached by an earlier run "
+           "(warm) and built in the run (cold), and the careful loop. GraphX's CC reads the "
+           "directed edges as undirected; the others read the symmetric table.",
+           product(["sssp", "cc"], ["rmat-20"]),
+           (ENDGAME_OFF_COLD, ENDGAME_OFF, GRAPHX_COLD, GRAPHX_WARM, CAREFUL),
+           output="benchmarks/RESULTS-graphx.md"),
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "
