@@ -25,6 +25,8 @@ ENDGAME_OFF = "recsql (endgame off)"
 ENDGAME_OFF_COLD = "recsql (endgame off, cold)"
 CAREFUL = "careful loop"
 DUCKDB = "DuckDB"
+INDEX = Settings("endgame off, index on", (*OFF, ("spark.recsql.index.enabled", "true")))
+INDEX_COLD = Settings("endgame off, index on, cold", INDEX.conf, cold=True)
 GRAPHX_COLD = "GraphX (build + run)"
 GRAPHX_WARM = "GraphX (run, graph built)"
 
@@ -82,11 +84,17 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
     Matrix("graphx", "SSSP and CC at RMAT 2^20, the Spark loop (endgame off) cold (a session's "
            "first statement over the cached table) and warm (a later one, reading the base copies "
            "an earlier one kept) against GraphX, its graph built and cached by an earlier run "
-           "(warm) and built in the run (cold), and the careful loop. GraphX's CC reads the "
-           "directed edges as undirected; the others read the symmetric table.",
+           "(warm) and built in the run (cold), and the careful loop; recsql with the adjacency index "
+           "(`spark.recsql.index.enabled`) beside it. GraphX's CC reads the directed edges as "
+           "undirected; the others read the symmetric table.",
            product(["sssp", "cc"], ["rmat-20"]),
-           (ENDGAME_OFF_COLD, ENDGAME_OFF, GRAPHX_COLD, GRAPHX_WARM, CAREFUL),
+           (ENDGAME_OFF_COLD, ENDGAME_OFF, INDEX_COLD, INDEX, GRAPHX_COLD, GRAPHX_WARM, CAREFUL),
            output="benchmarks/RESULTS-graphx.md"),
+    Experiment("stages", "Where each iteration of the Spark loop spends its time, by Spark stage "
+               "(the join side: scan, join, partial aggregate, shuffle write; the merge side: final "
+               "aggregate, merge, checkpoint): task and CPU time, rows moved.", "stages",
+               ("--query", "sssp", "--graph", "rmat-18", "--runs", "2"),
+               output="benchmarks/RESULTS-stages.md"),
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "

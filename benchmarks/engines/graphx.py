@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import signal
 import subprocess
 import tempfile
 import time
@@ -65,6 +66,7 @@ class GraphXProcess:
                 tail = (self.dir / "spark-shell.log").read_text(errors="replace")[-1500:]
                 raise RuntimeError(f"spark-shell exited ({self.proc.returncode}): {tail}")
             if time.monotonic() > deadline:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # a run past its cap takes no request
                 self.stop()
                 raise TimedOut(0, 0.0, "GraphX killed at its cap")
             time.sleep(0.02)
@@ -74,9 +76,17 @@ class GraphXProcess:
         return rest.split()
 
     def stop(self) -> None:
+        """Ask the script to exit; kill its process group (the shell script and the JVM it
+        starts, in a session of their own) if it has not within a few seconds."""
         if self.alive():
-            self.proc.kill()  # only the spark-shell this object started (its own session)
-            self.proc.wait()
+            n, self.next = self.next, self.next + 1
+            (self.dir / f"req-{n}.tmp").write_text("exit")
+            (self.dir / f"req-{n}.tmp").rename(self.dir / f"req-{n}")
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
         self.log.close()
 
 
@@ -137,8 +147,8 @@ class GraphXEngine(Engine):
                             + ("; graph built by an earlier run" if self.warm and not build else ""))
 
     def cancel(self) -> None:
-        if self._proc is not None:
-            self._proc.stop()
+        if self._proc is not None and self._proc.alive():
+            os.killpg(self._proc.proc.pid, signal.SIGKILL)
 
     def cleanup(self, w: Workload) -> None:
         if self.warm and self._proc is not None and self._proc.alive():
