@@ -66,8 +66,8 @@ class GroupRun:
         # What rides on a whole iteration's one action, in this order: heavy keys and the join's
         # balance (for the next iteration's split), the join output and its next estimate (for
         # the next iteration's roll-over decision), a tiny next delta's join keys (for the next
-        # iteration's key lookup).
-        self.riders: tuple[Rider, ...] = (self.skew, sliced, self.lookup)
+        # iteration's key lookup), whether it read an adjacency index (for its statistics).
+        self.riders: tuple[Rider, ...] = (self.skew, sliced, self.lookup, self.index)
 
     # -- running branches -------------------------------------------------------------
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsql.executor.action import aggregate, spark_job
 from recsql.executor.lookup import field_named
 from recsql.executor.loop import Loop, PartitionedBase
+from recsql.executor.state import RelationState
 from recsql.planner.model import DELTA, Branch, CTEPlan
 
 ROWS = "__rq_rows"
@@ -35,10 +36,26 @@ SHARE = 0.25  # a delta of at most this share of the index's keys reads the inde
 
 
 class Index:
-    """Binds a branch's base tables to the rows the rule's delta joins (see the module)."""
+    """Binds a branch's base tables to the rows the rule's delta joins (see the module); rides on
+    the action (a `loop.Rider`) only to report which iterations read the index."""
 
     def __init__(self, run: Loop) -> None:
         self.run = run
+        self.used: set[str] = set()  # the CTEs whose candidates of this iteration read an index
+
+    def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
+        return candidates
+
+    def metrics(self, cte: CTEPlan, state: RelationState) -> list[Column]:
+        return []
+
+    def observed(self, cte: CTEPlan, metrics: dict, reported: bool) -> None:
+        pass
+
+    def report(self, cte: CTEPlan) -> dict:
+        used = cte.key in self.used
+        self.used.discard(cte.key)
+        return {"index": used}
 
     def bases(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]) -> dict[str, DataFrame] | None:
         """The branch's base tables restricted to the keys of the rule's (first) delta, by
@@ -65,6 +82,8 @@ class Index:
             hit = index.join(delta.hint("shuffle_hash"), reduce(lambda a, b: a & b, on), "left_semi")
             rows = hit.select(*base.columns, F.inline(ROWS))
             found[base.binding] = rows.select(*copy.df.columns)
+        if found:
+            self.used.add(cte.key)
         return found or None
 
     def index(self, cte: CTEPlan, copy: PartitionedBase, columns: tuple[str, ...]) -> tuple[DataFrame, int]:
