@@ -95,6 +95,10 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                "aggregate, merge, checkpoint): task and CPU time, rows moved.", "stages",
                ("--query", "sssp", "--graph", "rmat-18", "--runs", "2"),
                output="benchmarks/RESULTS-stages.md"),
+    Experiment("directions", "The join side of one Spark-loop iteration three ways, by task CPU "
+               "time: the scan of the base copy, the adjacency index, the base handed to Arrow on "
+               "the executors (mapInArrow), for deltas of 0.1%, 10% and 80% of the vertices.",
+               "directions", ("--graph", "rmat-18"), output="benchmarks/RESULTS-directions.md"),
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "
