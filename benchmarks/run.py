@@ -49,6 +49,8 @@ def one_run(engine, w, cap, mem):
                 rec.update(status="error", detail=f"{type(ex).__name__}: {msg[:300]}",
                            trace=traceback.format_exc(limit=3))
         rec["seconds"] = time.perf_counter() - t0
+    if rec.get("outcome") is not None and rec["outcome"].seconds is not None:
+        rec["seconds"] = rec["outcome"].seconds
     rec["mem"] = mem.read()
     return rec
 

@@ -25,6 +25,10 @@ ENDGAME_OFF = "recsql (endgame off)"
 ENDGAME_OFF_COLD = "recsql (endgame off, cold)"
 CAREFUL = "careful loop"
 DUCKDB = "DuckDB"
+INDEX = Settings("endgame off, index on", (*OFF, ("spark.recsql.index.enabled", "true")))
+INDEX_COLD = Settings("endgame off, index on, cold", INDEX.conf, cold=True)
+GRAPHX_COLD = "GraphX (build + run)"
+GRAPHX_WARM = "GraphX (run, graph built)"
 
 
 def product(queries, graph_names) -> tuple[tuple[str, str], ...]:
@@ -76,6 +80,25 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
            "the careful loop; whether it completes within the machine's memory.",
            product(["sssp"], ["rmat-22"]), (ENDGAME_OFF, CAREFUL), runs=2,
            run_cap=3600.0, output="benchmarks/RESULTS-rmat22.md"),
+    # -- issue 38: the Spark path against GraphX
+    Matrix("graphx", "SSSP and CC at RMAT 2^20, the Spark loop (endgame off) cold (a session's "
+           "first statement over the cached table) and warm (a later one, reading the base copies "
+           "an earlier one kept) against GraphX, its graph built and cached by an earlier run "
+           "(warm) and built in the run (cold), and the careful loop; recsql with the adjacency index "
+           "(`spark.recsql.index.enabled`) beside it. GraphX's CC reads the directed edges as "
+           "undirected; the others read the symmetric table.",
+           product(["sssp", "cc"], ["rmat-20"]),
+           (ENDGAME_OFF_COLD, ENDGAME_OFF, INDEX_COLD, INDEX, GRAPHX_COLD, GRAPHX_WARM, CAREFUL),
+           output="benchmarks/RESULTS-graphx.md"),
+    Experiment("stages", "Where each iteration of the Spark loop spends its time, by Spark stage "
+               "(the join side: scan, join, partial aggregate, shuffle write; the merge side: final "
+               "aggregate, merge, checkpoint): task and CPU time, rows moved.", "stages",
+               ("--query", "sssp", "--graph", "rmat-18", "--runs", "2"),
+               output="benchmarks/RESULTS-stages.md"),
+    Experiment("directions", "The join side of one Spark-loop iteration three ways, by task CPU "
+               "time: the scan of the base copy, the adjacency index, the base handed to Arrow on "
+               "the executors (mapInArrow), for deltas of 0.1%, 10% and 80% of the vertices.",
+               "directions", ("--graph", "rmat-18"), output="benchmarks/RESULTS-directions.md"),
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "

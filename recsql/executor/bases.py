@@ -231,6 +231,8 @@ def _release(value: Any) -> None:
     if isinstance(value, PartitionedBase):
         try:
             value.df.unpersist()
+            if value.index is not None:
+                value.index.unpersist()
         except Exception as error:  # noqa: BLE001 - a stopped session has nothing left to free
             log.debug("recsql: a partitioned copy could not be unpersisted: %s", error)
 

@@ -14,7 +14,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from recsql.errors import RecSQLExecutionError
-from recsql.executor import bases, endgame, joinside, lookup, recovery, rollover, skew
+from recsql.executor import bases, endgame, index, joinside, lookup, recovery, rollover, skew
 from recsql.executor.action import aggregate, checkpoint_merge, spark_job
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
@@ -58,6 +58,7 @@ class GroupRun:
         sliced = rollover.Slices(self)
         self.driver = endgame.Driver(self)
         self.lookup = lookup.Lookup(self)
+        self.index = index.Index(self)
         # The ways to run the next iteration(s), asked in this order; the first that does not
         # decline runs them: the rest of the fixpoint on the driver, the next iteration in
         # slices, the next iteration whole on Spark (never declines).
@@ -65,8 +66,8 @@ class GroupRun:
         # What rides on a whole iteration's one action, in this order: heavy keys and the join's
         # balance (for the next iteration's split), the join output and its next estimate (for
         # the next iteration's roll-over decision), a tiny next delta's join keys (for the next
-        # iteration's key lookup).
-        self.riders: tuple[Rider, ...] = (self.skew, sliced, self.lookup)
+        # iteration's key lookup), whether it read an adjacency index (for its statistics).
+        self.riders: tuple[Rider, ...] = (self.skew, sliced, self.lookup, self.index)
 
     # -- running branches -------------------------------------------------------------
 
@@ -226,8 +227,10 @@ class GroupRun:
                     strategies.add(strategy)
                     df = self.skew.branch_df(cte, branch, variant, refs, strategy)
                     if df is None:
+                        restricted = (self.lookup.bases(cte, branch, variant)
+                                      or self.index.bases(cte, branch, variant))
                         df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE,
-                                            self.lookup.bases(cte, branch, variant))
+                                            restricted)
                     parts.append(self.shape(cte, branch, df))
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result

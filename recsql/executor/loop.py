@@ -26,6 +26,8 @@ class PartitionedBase:
     df: DataFrame
     partition_rows: list[int] | None = None  # counted by the job that fills the cache
     top_keys: dict[tuple, int] = field(default_factory=dict)  # its most frequent join keys (skew on)
+    index: DataFrame | None = None  # grouped by its join columns, built when first read (index.py)
+    index_keys: int | None = None  # the index's rows: the copy's distinct join keys
 
     @property
     def rows(self) -> int | None:
@@ -64,6 +66,7 @@ class Loop(Protocol):
     states: dict[str, RelationState]
     stats: list[IterationStats]
     spark_limits: SparkLimits
+    building: int  # the iteration being built
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
                   broadcast_bases: bool = False,

@@ -21,6 +21,7 @@ class IterationStats:
     driver_seconds: float = 0.0
     job_seconds: float = 0.0
     lookup: bool = False  # a tiny delta read only the base rows it joins (lookup.py)
+    index: bool = False  # a small delta read only the base rows it joins (index.py)
     split_keys: int = 0  # heavy join keys split over all partitions (skew.py)
     balance: float | None = None  # largest task's join output / rows per partition (1.0 even)
     slices: int = 1  # > 1: the iteration rolled over in this many slices (see rollover)
