@@ -67,8 +67,7 @@ def _markdown_queries(path: Path) -> list[Query]:
     text = path.read_text()
     found = []
     for block in re.findall(r"```sql\n(.*?)```", text, re.S):
-        # dbt's Jinja and a notebook cell's magic line (`%%recsql -o trips`) are not SQL
-        block = "\n".join(line for line in block.splitlines() if not line.startswith(("{{", "%")))
+        block = "\n".join(line for line in block.splitlines() if not line.startswith("{{"))  # dbt's Jinja
         found += [s.strip() for s in split_statements(block)]
     for block in re.findall(r"```python\n(.*?)```", text, re.S):
         found += [s.strip() for s in re.findall(r'"""(.*?)"""', block, re.S) if "SELECT" in s]
