@@ -125,7 +125,7 @@ def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
     stored = _stored(request.spark, name)
     current = _current_bases(request.spark, stored, full)
     sub, plan, bound = _plan(request, stored)
-    decision = decide(stored, plan, current, full, bound)
+    decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental)
     if decision.path == UNCHANGED:
         return request.command(plan=plan)
     seed = _seed(sub, stored, plan, decision) if decision.path == INCREMENTAL else None
@@ -145,7 +145,7 @@ def explain(request: Request, name: TableName, full: bool) -> Result:
     stored = _stored(request.spark, name)
     current = _current_bases(request.spark, stored, full)
     _, plan, bound = _plan(request, stored)
-    decision = decide(stored, plan, current, full, bound)
+    decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental)
     lines = [f"REFRESH MATERIALIZED VIEW {name}: {decision.path} refresh",
              f"  why: {decision.why}",
              f"  last refreshed: {stored.refreshed_at} ({stored.refreshed_how})",
@@ -219,9 +219,11 @@ class Decision:
 
 
 def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], full: bool,
-           bound: str) -> Decision:
+           bound: str, incremental: bool) -> Decision:
     """The path of a refresh from the bases as stored and as they are now, and the plan (with
-    `bound`, the digest of its definition with the recursive views it reads expanded)."""
+    `bound`, the digest of its definition with the recursive views it reads expanded);
+    `incremental`: whether a refresh may continue the stored fixpoint at all
+    (`spark.recsql.refresh.incremental`)."""
     notes = {name: _change(stored.bases.get(name, {}), now) for name, now in current.items()}
     appended = {name: _new_files(stored.bases[name], now) for name, now in current.items()
                 if notes[name].endswith("appended")}
@@ -251,6 +253,12 @@ def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], 
         decision.why = reason
     elif {c.key for g in plan.groups for c in g.ctes} != set(stored.states):
         decision.why = "no stored state matches the query's recursive relations"
+    elif not incremental:
+        decision.why = (f"rows were only appended to {', '.join(appended)} and the query is "
+                        "monotone, so the fixpoint could continue from its stored state, but "
+                        "spark.recsql.refresh.incremental is false (its default: continuing "
+                        "measured slower than recomputing, docs/materialized-views.md); SET "
+                        "spark.recsql.refresh.incremental = true to continue instead")
     else:
         decision.path = INCREMENTAL
         decision.why = (f"rows were only appended to {', '.join(appended)} and the query is "
