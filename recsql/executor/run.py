@@ -24,9 +24,24 @@ from recsql.executor.session import cancellable, overridden_conf
 from recsql.executor.spark_sql import as_dataframe_calls, quiet_pyspark_error_logs, render, run_sql
 from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
-from recsql.planner.model import QueryPlan, ViewStep, cte_binding
+from recsql.planner.model import GroupStep, QueryPlan, ViewStep, cte_binding
 from recsql.planner.names import TableName
 from recsql.settings import Settings
+
+
+@dataclass
+class Evaluated:
+    """A plan's answer, its statistics per recursive CTE and iteration, and each recursive CTE's
+    final state (by key) with its row count (what a materialized view stores)."""
+
+    df: DataFrame
+    stats: list[IterationStats]
+    states: dict[str, tuple[DataFrame, int]]
+
+
+# How a recursive group's run is made: a plain `GroupRun`, or one that starts elsewhere (a
+# materialized view's refresh continues a stored fixpoint: `executor/seeded.py`)
+GroupStart = Callable[[Context, GroupStep], GroupRun]
 
 
 @dataclass
@@ -43,22 +58,30 @@ class Executor:
     on_iteration: Callable[[IterationStats], None] | None = None
     resume: bool = False  # continue recursive groups from their latest matching checkpoint
 
-    def execute(self, plan: QueryPlan) -> tuple[DataFrame, list[IterationStats]]:
-        """The answer of `plan` and, per recursive CTE and iteration, its statistics."""
+    def execute(self, plan: QueryPlan, start: GroupStart = GroupRun) -> Evaluated:
+        """The answer of `plan`, with its statistics and recursive states; `start` makes each
+        recursive group's run."""
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
             try:
                 ctx.recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
                                                       self.frames, self.resume)
-                stats = []
+                stats: list[IterationStats] = []
+                states: dict[str, tuple[DataFrame, int]] = {}
                 steps, final = inline_trailing_views(plan)
                 for step in steps:
-                    stats += self.run_step(ctx, step)
+                    if isinstance(step, GroupStep):
+                        group = start(ctx, step)
+                        stats += self.run_group(ctx, group)
+                        states |= {key: (ctx.env[cte_binding(key)], state.total_rows)
+                                   for key, state in group.states.items()}
+                    else:
+                        stats += self.run_step(ctx, step)
                 df = self.sql(final, ctx.env, plan.sql)
                 ctx.recovery.finish()
             finally:  # the states are checkpoints: the answer does not read the base copies
                 bases.release(ctx)
-        return df, stats
+        return Evaluated(df, stats, states)
 
     def typed(self, plan: QueryPlan) -> DataFrame:
         """The answer's columns and types, with no Spark job and no iteration: every recursive
@@ -107,7 +130,10 @@ class Executor:
             df = self.sql(step.query, ctx.env, ctx.sql)
             ctx.env[cte_binding(step.name)] = df.toDF(*step.columns) if step.columns else df
             return []
-        group = GroupRun(ctx, step)
+        return self.run_group(ctx, GroupRun(ctx, step))
+
+    def run_group(self, ctx: Context, group: GroupRun) -> list[IterationStats]:
+        """Run a recursive group to its fixpoint, binding each CTE's result for the steps after."""
         for key, df in group.run().items():
             ctx.env[cte_binding(key)] = df
         return group.stats
@@ -219,4 +245,4 @@ _SPARK_EXPLAIN_MODES = {"SIMPLE": "simple", "EXTENDED": "extended", "FORMATTED":
                         "CODEGEN": "codegen", "COST": "cost"}
 
 
-__all__ = ["Executor", "inline_trailing_views", "task_slots"]
+__all__ = ["Evaluated", "Executor", "GroupStart", "inline_trailing_views", "task_slots"]

@@ -1,6 +1,5 @@
-"""Running a plan while keeping each recursive relation's final state, and a recursive group
-continued from a stored fixpoint: what a materialized view's refresh after appends runs
-(`recsql.statements.materialized` decides when that is sound).
+"""A recursive group continued from a stored fixpoint: what a materialized view's refresh after
+appends runs (`recsql.statements.materialized` decides when that is sound).
 
 Semi-naive evaluation holds that every derivation from the state's rows has been made, except
 those that read the delta. When rows are only appended to base tables and the query is monotone
@@ -22,15 +21,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from recsql.executor import bases
 from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
-from recsql.executor.run import Executor, inline_trailing_views
-from recsql.executor.session import cancellable
-from recsql.executor.spark_sql import quiet_pyspark_error_logs
+from recsql.executor.run import GroupStart
 from recsql.executor.state import RelationState, union_all
-from recsql.executor.stats import IterationStats
-from recsql.planner.model import Branch, CTEPlan, GroupStep, QueryPlan, cte_binding
+from recsql.planner.model import Branch, CTEPlan, GroupStep
 from recsql.planner.names import TableName
 
 
@@ -44,37 +39,10 @@ class Seed:
     appended: dict[TableName, DataFrame]
 
 
-@dataclass
-class Evaluated:
-    """A plan's answer, and each recursive relation's final state with its row count."""
-
-    df: DataFrame
-    states: dict[str, tuple[DataFrame, int]]
-    stats: list[IterationStats]
-
-
-def execute(executor: Executor, plan: QueryPlan, seed: Seed | None = None) -> Evaluated:
-    """`executor.execute(plan)`, keeping the recursive states; with `seed`, the plan's one
-    recursive group continues from it (the caller checked that the plan has one)."""
-    states: dict[str, tuple[DataFrame, int]] = {}
-    stats: list[IterationStats] = []
-    with cancellable(executor.spark, "run"), executor.iteration_settings(), quiet_pyspark_error_logs():
-        ctx = executor.context(plan)
-        try:
-            steps, final = inline_trailing_views(plan)
-            for step in steps:
-                if not isinstance(step, GroupStep):
-                    stats += executor.run_step(ctx, step)
-                    continue
-                group = GroupRun(ctx, step) if seed is None else SeededRun(ctx, step, seed)
-                for key, df in group.run().items():
-                    ctx.env[cte_binding(key)] = df
-                    states[key] = (df, group.states[key].total_rows)
-                stats += group.stats
-            df = executor.sql(final, ctx.env, plan.sql)
-        finally:  # the states are checkpoints: the answer does not read the base copies
-            bases.release(ctx)
-    return Evaluated(df, states, stats)
+def starting_from(seed: Seed) -> GroupStart:
+    """`Executor.execute`'s `start` for a plan whose one recursive group continues from `seed`
+    (the caller checked that the plan has one)."""
+    return lambda ctx, group: SeededRun(ctx, group, seed)
 
 
 class SeededRun(GroupRun):
@@ -152,4 +120,4 @@ def placed(state: RelationState, df: DataFrame) -> DataFrame:
     return state.shuffle_by_key(df.select(*columns)).localCheckpoint(eager=True)
 
 
-__all__ = ["Evaluated", "Seed", "SeededRun", "execute", "placed"]
+__all__ = ["Seed", "SeededRun", "placed", "starting_from"]

@@ -30,7 +30,7 @@ from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import seeded
 from recsql.executor.bases import file_identity
 from recsql.executor.recovery import read_relations
-from recsql.executor.run import Executor
+from recsql.executor.run import Evaluated, Executor
 from recsql.executor.spark_sql import quiet_pyspark_error_logs
 from recsql.parser import Statement, parse_statement
 from recsql.planner import QueryPlan
@@ -113,7 +113,7 @@ def create(request: Request, node: exp.Create) -> Result:
             "values into its text", condition="RECSQL_VIEW_WITH_PARAMETERS")
     plan = stages.analyse(request, plan)
     bases = identities(request.spark, read_relations(plan))
-    evaluated = seeded.execute(request.executor, plan)
+    evaluated = request.executor.execute(plan)
     old = mv_storage.read(request.spark, name)
     _store(request, Stored(name=name, definition=node.expression.sql("rasql"), version="",
                            answer="", bases=bases, bound=_digest(expansion)),
@@ -134,7 +134,7 @@ def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
         settings = dataclasses.replace(settings, doubling_after_iterations=0)
     executor = Executor(spark=request.spark, settings=settings, args=None, frames={},
                         tables=sub.catalog.frames, on_iteration=request.on_iteration)
-    evaluated = seeded.execute(executor, plan, seed)
+    evaluated = executor.execute(plan) if seed is None else executor.execute(plan, seeded.starting_from(seed))
     _store(request, dataclasses.replace(stored, bases=current, bound=bound), plan, evaluated,
            f"{decision.path}: {decision.why}", stored)
     return request.command(evaluated.stats, plan)
@@ -423,7 +423,7 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision)
     return seeded.Seed(states, rows, appended)
 
 
-def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: seeded.Evaluated,
+def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluated,
            how: str, old: Stored | None) -> None:
     """Write a new version of the view (answer, states), then point the view at it; on any
     failure drop what was written and leave the old version as it was."""

@@ -40,5 +40,5 @@ def analyse(request: Request, plan: QueryPlan) -> QueryPlan:
 
 
 def execute(request: Request, plan: QueryPlan) -> Result:
-    df, stats = request.executor.execute(plan)
-    return Result(df=df, stats=stats, plan=plan)
+    evaluated = request.executor.execute(plan)
+    return Result(df=evaluated.df, stats=evaluated.stats, plan=plan)
