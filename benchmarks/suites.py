@@ -177,6 +177,11 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                "breakdown, DuckDB's formulation (shared/baselines/duckdb_queries.sql) cold and warm, "
                "Spark's floor for the answer; then the 4-edge SSSP against `SELECT 1`.", "driverpath",
                ("--runs", "3"), output="benchmarks/RESULTS-driver.md"),
+    Experiment("refresh", "A materialized view's refresh against a full recompute (issue 40): SSSP "
+               "with its predecessor, CC and reachability over RMAT edges; appends of 0.01%-10% "
+               "and deletes of 0.1%, each refreshed with the incremental path on and then in full, "
+               "cold and warm, every answer checked against scipy's.", "refresh",
+               output="benchmarks/RESULTS-refresh.md"),
     Experiment("demand", "Demand-driven evaluation: one node's ancestors and reachable set through a closure "
                "view, with and without the rewrite, beside Spark and DuckDB.", "demand",
                ("--rmat", "12", "--tree-depth", "16", "--rounds", "3"),
