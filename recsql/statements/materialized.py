@@ -1,6 +1,6 @@
 """Materialized views: `CREATE MATERIALIZED VIEW name AS <recursive query>`, `REFRESH
 MATERIALIZED VIEW name [FULL]`, `EXPLAIN REFRESH MATERIALIZED VIEW name`, `DROP MATERIALIZED
-VIEW [IF EXISTS] name`.
+VIEW [IF EXISTS] name`, and the rows `DESCRIBE TABLE EXTENDED name` adds to Spark's.
 
 A refresh compares each base relation with what it was at the last refresh and takes one of
 three paths (`decide`, which EXPLAIN shows with its reason):
@@ -62,6 +62,9 @@ def takes(statement: Statement) -> bool:
         return False
     if isinstance(node, exp.Create):
         return any(isinstance(p, exp.MaterializedProperty) for p in _properties(node))
+    if isinstance(node, exp.Describe):  # of a table as a whole, in rows (not AS JSON)
+        return (node.text("style").upper() in ("EXTENDED", "FORMATTED") and isinstance(node.this, exp.Table)
+                and not node.args.get("partition") and not node.args.get("as_json"))
     return isinstance(node, exp.Drop) and bool(node.args.get("materialized"))
 
 
@@ -74,6 +77,8 @@ def run(request: Request, node: exp.Expr) -> Result:
         return refresh(request, name, full=full)
     if isinstance(node, exp.Create):
         return create(request, node)
+    if isinstance(node, exp.Describe):
+        return describe(request, node)
     if not isinstance(node, exp.Drop):  # never: `takes` took only these forms
         raise AssertionError(f"not a materialized view statement: {node.sql('rasql')}")
     return drop(request, node)
@@ -152,6 +157,20 @@ def explain(request: Request, name: TableName, full: bool) -> Result:
              *[f"  base {base}: {note}" for base, note in decision.notes.items()]]
     df = request.spark.createDataFrame([("\n".join(lines),)], "plan string")
     return Result(df=df, plan=plan, kind="explain")
+
+
+def describe(request: Request, node: exp.Describe) -> Result:
+    """Spark's `DESCRIBE TABLE EXTENDED` rows; for a materialized view, then a section saying
+    what keeps it and when and how it was last refreshed (Spark's own rows, in its columns, stay
+    as they are: BI tools parse them)."""
+    described = request.passthrough()
+    stored = mv_storage.read(request.spark, TableName.of(node.this))
+    if stored is None:
+        return Result(df=described, kind="command")
+    rows = [*described.collect(), ("", "", ""), ("# Materialized View Information", "", ""),
+            ("Maintained By", "recsql (REFRESH MATERIALIZED VIEW through recsql)", ""),
+            ("Last Refreshed", stored.refreshed_at, ""), ("Last Refresh", stored.refreshed_how, "")]
+    return Result(df=request.spark.createDataFrame(rows, described.schema), kind="command")
 
 
 def drop(request: Request, node: exp.Drop) -> Result:

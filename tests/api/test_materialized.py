@@ -8,7 +8,9 @@ incremental path and a delete the full one. The incremental path is off by defau
 
 from __future__ import annotations
 
+import calendar
 import random
+import time
 from collections import defaultdict
 
 import oracles
@@ -140,7 +142,7 @@ def test_incremental_on_the_spark_loop(spark, spark_loop, incremental, edges):
 
 def test_appends_refresh_in_full_by_default(spark, edges):
     """Without the setting, an append a continued fixpoint could take is recomputed, and EXPLAIN
-    says why and how to continue instead."""
+    says why and how to continue instead; DESCRIBE TABLE EXTENDED says how it was refreshed."""
     table, made = edges
     data = [(0, 1, 4), (1, 2, 1)]
     write(spark, table, data, "create")
@@ -153,6 +155,15 @@ def test_appends_refresh_in_full_by_default(spark, edges):
     assert "SET spark.recsql.refresh.incremental = true" in text
     recsql.refresh(view, spark=spark)
     assert rows(spark.table(view)) == sssp_oracle(data)
+    # DESCRIBE TABLE EXTENDED: Spark's rows as Spark writes them, then when and how it refreshed
+    spark_rows = [tuple(r) for r in spark.sql(f"DESCRIBE TABLE EXTENDED {view}").collect()]
+    ours = [tuple(r) for r in recsql.sql(f"DESCRIBE TABLE EXTENDED {view}", spark=spark).collect()]
+    assert ours[:len(spark_rows)] == spark_rows
+    added = {name: value for name, value, _ in ours[len(spark_rows):]}
+    assert added["Last Refresh"].startswith("full: rows were only appended")
+    assert time.time() - calendar.timegm(time.strptime(added["Last Refreshed"], "%Y-%m-%d %H:%M:%S UTC")) < 600
+    plain = [tuple(r) for r in recsql.sql(f"DESCRIBE TABLE EXTENDED {table}", spark=spark).collect()]
+    assert plain == [tuple(r) for r in spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()]
 
 
 def test_a_failed_refresh_leaves_the_previous_answer(spark, edges):
