@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.executor import bases
+from recsql.executor.analysis import AnalysedPlan
 from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
 from recsql.executor.run import Executor, inline_trailing_views
@@ -30,7 +32,7 @@ from recsql.executor.session import cancellable
 from recsql.executor.spark_sql import quiet_pyspark_error_logs
 from recsql.executor.state import RelationState, union_all
 from recsql.executor.stats import IterationStats
-from recsql.planner.model import Branch, CTEPlan, GroupStep, QueryPlan, cte_binding
+from recsql.planner.model import Branch, CTEPlan, GroupStep, cte_binding
 from recsql.planner.names import TableName
 
 
@@ -53,9 +55,10 @@ class Evaluated:
     stats: list[IterationStats]
 
 
-def execute(executor: Executor, plan: QueryPlan, seed: Seed | None = None) -> Evaluated:
-    """`executor.execute(plan)`, keeping the recursive states; with `seed`, the plan's one
+def execute(executor: Executor, analysed: AnalysedPlan, seed: Seed | None = None) -> Evaluated:
+    """`executor.execute(analysed)`, keeping the recursive states; with `seed`, the plan's one
     recursive group continues from it (the caller checked that the plan has one)."""
+    plan = analysed.plan
     states: dict[str, tuple[DataFrame, int]] = {}
     stats: list[IterationStats] = []
     with cancellable(executor.spark, "run"), executor.iteration_settings(), quiet_pyspark_error_logs():
@@ -64,9 +67,10 @@ def execute(executor: Executor, plan: QueryPlan, seed: Seed | None = None) -> Ev
             steps, final = inline_trailing_views(plan)
             for step in steps:
                 if not isinstance(step, GroupStep):
-                    stats += executor.run_step(ctx, step)
+                    stats += executor.run_step(ctx, step, analysed)
                     continue
-                group = GroupRun(ctx, step) if seed is None else SeededRun(ctx, step, seed)
+                schemas = analysed.group_schemas(step)
+                group = GroupRun(ctx, step, schemas) if seed is None else SeededRun(ctx, step, schemas, seed)
                 for key, df in group.run().items():
                     ctx.env[cte_binding(key)] = df
                     states[key] = (df, group.states[key].total_rows)
@@ -81,12 +85,12 @@ class SeededRun(GroupRun):
     """A group whose states start from a stored fixpoint, and whose first delta is what the
     appended rows derive from it."""
 
-    def __init__(self, ctx: Context, group: GroupStep, seed: Seed) -> None:
+    def __init__(self, ctx: Context, group: GroupStep, schemas: dict[str, StructType], seed: Seed) -> None:
         self.seed = seed
         # the branches as run over the appended rows, kept alive: rendered texts and shapes are
         # cached by the branch's id
         self.rewritten: dict[tuple[int, TableName], Branch | None] = {}
-        super().__init__(ctx, group)
+        super().__init__(ctx, group, schemas)
 
     def start(self) -> int:
         for key, state in self.states.items():
