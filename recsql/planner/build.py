@@ -17,7 +17,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner import checks, doubling
-from recsql.planner.branches import bound_table, branches_of
+from recsql.planner.branches import bound_table, branches_of, sources
 from recsql.planner.catalog import Catalog
 from recsql.planner.demand import push_demand
 from recsql.planner.limits import split_limited_reads
@@ -312,7 +312,7 @@ class _Heads:
             if star_of is None:
                 names.append(e.alias_or_name or e.sql("rasql"))
                 continue
-            expanded = [n for source in _sources(query) if star_of in ("", source.alias_or_name.lower())
+            expanded = [n for source in sources(query) if star_of in ("", source.alias_or_name.lower())
                         for n in self.source_names(source)]
             names.extend(expanded or ["*"])
         return names
@@ -632,10 +632,3 @@ def _star_source(e: exp.Expr) -> str | None:
     if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
         return e.table.lower()
     return None
-
-
-def _sources(select: exp.Select) -> list[exp.Expr]:
-    """The FROM and JOIN sources of a select, in order."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    sources = [from_.this] if from_ is not None else []
-    return sources + [j.this for j in select.args.get("joins") or []]

@@ -121,4 +121,4 @@ SELECT a FROM r"""
     assert error.condition == "RECSQL_HEAD_BRANCH_TYPE_MISMATCH"
     # under the branch's 'x' in `EXPLAIN WITH ...` (the place the error had when the loop found it)
     assert (error.line, error.pos) == (1, 65)
-    assert error.sql.splitlines()[0][64:67] == "'x'"
+    assert error.sql.splitlines()[0][65:68] == "'x'"
