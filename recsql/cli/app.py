@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 import recsql
 from recsql.cli import failures, output, plot, script, tables
 from recsql.cli.progress import Reporter
-from recsql.cli.runner import Runner, Sink
+from recsql.cli.runner import ScriptRunner, Sink
 from recsql.cli.shell import BANNER, Shell
 from recsql.settings import KEYS, PREFIX, REPLACED
 
@@ -223,11 +223,11 @@ def start(options: Options, reporter: Reporter) -> SparkSession:
     return spark
 
 
-def make_runner(options: Options, spark: SparkSession, reporter: Reporter) -> Runner:
+def make_runner(options: Options, spark: SparkSession, reporter: Reporter) -> ScriptRunner:
     terminal = sys.stdout.isatty()
     fmt = output.choose_format(options.format, None, terminal)
     header = options.header if options.header is not None else options.format is not None
-    return Runner(spark=spark, reporter=reporter, format=fmt, header=header,
+    return ScriptRunner(spark=spark, reporter=reporter, format=fmt, header=header,
                   recsql_conf=options.recsql_conf, show_stats=options.stats,
                   resume=options.resume)
 
@@ -240,7 +240,7 @@ def make_sink(options: Options) -> Sink | None:
     return Sink(options.output, fmt, header, options.overwrite)
 
 
-def interact(runner: Runner, spark: SparkSession, reporter: Reporter, options: Options) -> None:
+def interact(runner: ScriptRunner, spark: SparkSession, reporter: Reporter, options: Options) -> None:
     def run_text(text: str) -> None:
         try:
             with _errors_reported(reporter, options.verbose):
@@ -256,7 +256,7 @@ def interact(runner: Runner, spark: SparkSession, reporter: Reporter, options: O
     Shell(run_text, interrupted).loop()
 
 
-def draw_plot(options: Options, runner: Runner, reporter: Reporter) -> None:
+def draw_plot(options: Options, runner: ScriptRunner, reporter: Reporter) -> None:
     if options.plot:
         lines = plot.draw(runner.runs, options.plot, overwrite=options.overwrite)
         reporter.notice(f"Wrote the convergence plot ({lines} CTE line(s)) to {options.plot}")

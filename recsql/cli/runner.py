@@ -30,7 +30,10 @@ class Sink:
 
 
 @dataclass
-class Runner:
+class ScriptRunner:
+    """Runs a script statement by statement for the `recsql` command: each result printed (or
+    written to the --output sink), statistics and errors through the Reporter."""
+
     spark: SparkSession
     reporter: Reporter
     format: str

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator
 
 from sqlglot import exp
 
+from recsql.executor.spark_types import family_of_name
+
 # Node types a translatable branch may contain (exact types: a subclass is a different form).
 ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset({
     exp.Select, exp.From, exp.Join, exp.Where, exp.Table, exp.TableAlias, exp.Alias,
@@ -35,11 +37,6 @@ ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset({
 # DuckDB type names by family (Arrow brings Spark's INT as INTEGER, LONG as BIGINT, ...).
 _EXACT_ARITHMETIC = {"INTEGER", "BIGINT", "DOUBLE"}  # same result types, IEEE doubles, and an
 # integer overflow raises in DuckDB (the iteration then goes back to Spark)
-_FAMILIES = {
-    "TINYINT": "number", "SMALLINT": "number", "INTEGER": "number", "BIGINT": "number",
-    "FLOAT": "number", "DOUBLE": "number", "VARCHAR": "string", "BOOLEAN": "boolean",
-    "DATE": "date", "NULL": "null", '"NULL"': "null",
-}
 _CAST_TARGETS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
                  exp.DataType.Type.TINYINT, exp.DataType.Type.DOUBLE}
 
@@ -138,7 +135,7 @@ def check_types(select: exp.Select, types_of: Callable[[list[exp.Expr]], list[st
 def _arithmetic(names: list[str]) -> None:
     if all(n in _EXACT_ARITHMETIC for n in names):
         return
-    if "DOUBLE" in names and all(_family(n) == "number" for n in names):
+    if "DOUBLE" in names and all(family_of_name(n) == "number" for n in names):
         return  # with a DOUBLE operand both engines compute in DOUBLE
     # Decimal arithmetic is exact in both engines while the result fits 38 digits without
     # Spark's precision-loss rounding (INT and BIGINT take part as DECIMAL(10, 0) / (20, 0))
@@ -154,23 +151,19 @@ def _decimal_digits(name: str) -> int | None:
 
 
 def _comparable(names: list[str]) -> None:
-    families = {_family(n) for n in names} - {"null"}
+    families = {family_of_name(n) for n in names} - {"null"}
     if None in families or len(families) > 1:
         raise Untranslatable(f"comparing or combining {', '.join(names)}")
     # A FLOAT met with a DECIMAL or an integer: Spark widens both to DOUBLE, DuckDB to FLOAT
     # (a FLOAT column holding 0.1 equals the literal 0.1 in DuckDB only); with a DOUBLE both
     # widen to DOUBLE
-    if "FLOAT" in names and any(n not in ("FLOAT", "DOUBLE") and _family(n) == "number" for n in names):
+    if "FLOAT" in names and any(n not in ("FLOAT", "DOUBLE") and family_of_name(n) == "number" for n in names):
         raise Untranslatable(f"comparing or combining {', '.join(names)}")
 
 
 def _cast(names: list[str]) -> None:
-    if any(_family(n) != "number" for n in names):
+    if any(family_of_name(n) != "number" for n in names):
         raise Untranslatable(f"CAST from {', '.join(names)}")
-
-
-def _family(name: str) -> str | None:
-    return "number" if name.startswith("DECIMAL(") else _FAMILIES.get(name)
 
 
 _RULES: dict[str, Callable[[list[str]], None]] = {

@@ -12,13 +12,14 @@ import time
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from recsql.errors import RecSQLExecutionError
 from recsql.executor import bases, endgame, index, joinside, lookup, recovery, rollover, skew
 from recsql.executor.action import aggregate, checkpoint_merge, spark_job
+from recsql.executor.analysis import check_width, with_contributor
 from recsql.executor.limits import SparkLimits
 from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
-from recsql.executor.schemas import check_width, infer_schemas
 from recsql.executor.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.state import (
     CONTRIB,
@@ -37,7 +38,8 @@ from recsql.planner.names import TableName
 class GroupRun:
     building = 0  # the iteration the runners are building (set by `run`; 0: the base step)
 
-    def __init__(self, ctx: Context, group: GroupStep) -> None:
+    def __init__(self, ctx: Context, group: GroupStep, schemas: dict[str, StructType]) -> None:
+        """`schemas`: each CTE's head types, as the analysis stage found them."""
         self.ctx = ctx
         self.group = group
         self.texts: dict[tuple[str, int], str] = {}  # (cte, id(branch)) -> SQL text, rendered once
@@ -45,7 +47,6 @@ class GroupRun:
         self.shapes: dict[tuple[str, int, int], tuple[list[str], list[Column]]] = {}
         self.stats: list[IterationStats] = []
         self.base_seconds = 0.0  # finding or making base copies since the last iteration's stats
-        schemas = infer_schemas(self, group)
         self.states: dict[str, RelationState] = {
             cte.key: make_state(
                 ctx.spark, cte, schemas[cte.key], ctx.partitions, ctx.settings.sum_tolerance
@@ -74,12 +75,12 @@ class GroupRun:
     def text(self, cte: CTEPlan, branch: Branch) -> str:
         key = (cte.key, id(branch))  # a CTE's doubling rule shares its linear branch's index
         if key not in self.texts:
-            self.texts[key] = render(_with_contributor(cte, branch), escape_braces=True)
+            self.texts[key] = render(with_contributor(cte, branch), escape_braces=True)
         # Spark seeds a recursive term's rand(seed), uuid(seed), ... afresh at every step (seed
         # + steps before it); rendered per iteration, and only for branches that call one
         shifted = seeds.shift_seeds(branch.select, self.building, self.ctx.args)
         if branch.recursive and shifted is not branch.select:
-            return render(_with_contributor(cte, branch, shifted), escape_braces=True)
+            return render(with_contributor(cte, branch, shifted), escape_braces=True)
         return self.texts[key]
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
@@ -388,19 +389,3 @@ def _label(strategy: str, branch: Branch) -> str:
     if strategy == joinside.SHUFFLE and branch.copartitioned:
         return "co-partitioned"
     return strategy
-
-
-def _with_contributor(cte: CTEPlan, branch: Branch, select=None):
-    """A recursive sum/count branch also selects its contributor's identity (`select`: the
-    branch's select as run, if not `branch.select`)."""
-    select = branch.select if select is None else select
-    if not (cte.summing and branch.recursive):
-        return select
-    from sqlglot import exp
-
-    select = select.copy()
-    parts: list[exp.Expr] = [exp.Literal.string("b"), exp.Literal.number(branch.index)]
-    for i, expr in enumerate(branch.contributor):
-        parts += [exp.Literal.string(f"c{i}"), expr.copy()]
-    identity = exp.Anonymous(this="TO_JSON", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=parts)])
-    return select.select(exp.alias_(identity, CONTRIB, quoted=True), copy=False)

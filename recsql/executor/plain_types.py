@@ -39,17 +39,8 @@ from collections.abc import Callable, Iterator
 
 from pyspark.sql.types import (
     BooleanType,
-    ByteType,
     CharType,
     DataType,
-    DateType,
-    DecimalType,
-    DoubleType,
-    FloatType,
-    IntegerType,
-    LongType,
-    ShortType,
-    StringType,
     StructField,
     StructType,
     VarcharType,
@@ -57,6 +48,7 @@ from pyspark.sql.types import (
 from sqlglot import exp
 
 from recsql.executor.driver_sql import ALLOWED_NODES, plain_number
+from recsql.executor.spark_types import family
 
 PLAIN_NODES: frozenset[type[exp.Expression]] = ALLOWED_NODES - {
     exp.Add, exp.Sub, exp.Mul, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,
@@ -222,19 +214,11 @@ class _ItemTypes:
         raise _Declined
 
 
-_NUMBERS = (ByteType, ShortType, IntegerType, LongType, FloatType, DoubleType, DecimalType)
-
-
 def _family(dtype: DataType) -> str:
-    if isinstance(dtype, _NUMBERS):
-        return "number"
-    if type(dtype) is StringType and dtype == StringType():  # UTF8_BINARY: no collation to clash
-        return "string"
-    if isinstance(dtype, BooleanType):
-        return "boolean"
-    if isinstance(dtype, DateType):
-        return "date"
-    raise _Declined
+    found = family(dtype)
+    if found is None:
+        raise _Declined
+    return found
 
 
 def _check_condition(node: exp.Expr, types: _ItemTypes) -> None:

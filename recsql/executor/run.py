@@ -1,4 +1,4 @@
-"""Stage 5: run an analysed `QueryPlan`, its strata in order, on Spark. What a statement does
+"""Stage 5: run an analysed plan (`analysis.AnalysedPlan`), its strata in order, on Spark. What a statement does
 with the answer (return it, store it, explain it) is the statement layer's (`recsql.statements`);
 the executor sees only the plan's data model."""
 
@@ -13,15 +13,17 @@ from functools import cached_property
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from recsql.executor import bases
+from recsql.executor import analysis, bases
 from recsql.executor.action import aggregate
+from recsql.executor.analysis import AnalysedPlan
 from recsql.executor.fixpoint import GroupRun
-from recsql.executor.loop import Context
+from recsql.executor.loop import Context, PartitionedBase
 from recsql.executor.recovery import Recovery
 from recsql.executor.session import cancellable, overridden_conf
-from recsql.executor.spark_sql import as_dataframe_calls, quiet_pyspark_error_logs, render, run_sql
+from recsql.executor.spark_sql import query_df, quiet_pyspark_error_logs
 from recsql.executor.state import PARTITION, with_partition
 from recsql.executor.stats import IterationStats
 from recsql.planner.model import GroupStep, QueryPlan, ViewStep, cte_binding
@@ -41,7 +43,7 @@ class Evaluated:
 
 # How a recursive group's run is made: a plain `GroupRun`, or one that starts elsewhere (a
 # materialized view's refresh continues a stored fixpoint: `executor/seeded.py`)
-GroupStart = Callable[[Context, GroupStep], GroupRun]
+GroupStart = Callable[[Context, GroupStep, dict[str, StructType]], GroupRun]
 
 
 @dataclass
@@ -58,9 +60,14 @@ class Executor:
     on_iteration: Callable[[IterationStats], None] | None = None
     resume: bool = False  # continue recursive groups from their latest matching checkpoint
 
-    def execute(self, plan: QueryPlan, start: GroupStart = GroupRun) -> Evaluated:
-        """The answer of `plan`, with its statistics and recursive states; `start` makes each
-        recursive group's run."""
+    def analyse(self, plan: QueryPlan) -> AnalysedPlan:
+        """Stage 4: `plan` typed (`analysis.analyse`), by Spark analyses alone: no job runs."""
+        return analysis.analyse(self.context(plan), plan)
+
+    def execute(self, analysed: AnalysedPlan, start: GroupStart = GroupRun) -> Evaluated:
+        """The answer of `analysed`, with its statistics and recursive states; `start` makes
+        each recursive group's run."""
+        plan = analysed.plan
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
             try:
@@ -71,51 +78,36 @@ class Executor:
                 steps, final = inline_trailing_views(plan)
                 for step in steps:
                     if isinstance(step, GroupStep):
-                        group = start(ctx, step)
+                        group = start(ctx, step, analysed.group_schemas(step))
                         stats += self.run_group(ctx, group)
                         states |= {key: (ctx.env[cte_binding(key)], state.total_rows)
                                    for key, state in group.states.items()}
                     else:
-                        stats += self.run_step(ctx, step)
+                        stats += self.run_step(ctx, step, analysed)
                 df = self.sql(final, ctx.env, plan.sql)
                 ctx.recovery.finish()
             finally:  # the states are checkpoints: the answer does not read the base copies
                 bases.release(ctx)
         return Evaluated(df, stats, states)
 
-    def typed(self, plan: QueryPlan) -> DataFrame:
-        """The answer's columns and types, with no Spark job and no iteration: every recursive
-        group's CTEs bound to empty DataFrames of the head types its fixpoint has (inferred by
-        analysis alone, `schemas.infer_schemas`, as the fixpoint's own states are), the other
-        CTEs and the final query analysed over them. As Spark analyses a view's body when it is
-        created, without running it."""
-        with quiet_pyspark_error_logs():
-            ctx = self.context(plan)
-            for step in plan.steps:
-                if isinstance(step, ViewStep):
-                    self.run_step(ctx, step)
-                    continue
-                for key, df in GroupRun(ctx, step).unevaluated().items():
-                    ctx.env[cte_binding(key)] = df
-            return self.sql(plan.final, ctx.env, plan.sql)
+    def typed(self, analysed: AnalysedPlan) -> DataFrame:
+        """The answer's columns and types, with no Spark job and no iteration
+        (`analysis.answer_type`)."""
+        return analysis.answer_type(self.context(analysed.plan), analysed)
 
-    def iteration_plan(self, plan: QueryPlan, mode: str) -> list[str]:
-        """Spark's physical plan of one iteration of the first recursive group, with a heading.
-
-        Shows a real iteration, so the earlier strata and the group's base step are run."""
+    def iteration_plan(self, analysed: AnalysedPlan, mode: str) -> list[str]:
+        """Spark's physical plan of one iteration of the first recursive group, with a heading,
+        built with no Spark job: the earlier steps bound as the analysis binds them, the group's
+        states and deltas stand-ins of their head types (`_iteration_plan`)."""
         text: list[str] = []
         with self.iteration_settings(), quiet_pyspark_error_logs():
-            ctx = self.context(plan)
-            try:
-                for step in plan.steps:
-                    if isinstance(step, ViewStep) or not step.recursive:
-                        self.run_step(ctx, step)
-                        continue
+            ctx = self.context(analysed.plan)
+            for step in analysed.plan.steps:
+                if isinstance(step, GroupStep) and step.recursive:
                     text.append(f"== Spark physical plan of one iteration of {', '.join(step.names)} ==")
-                    text.append(_iteration_plan(GroupRun(ctx, step), mode))
+                    text.append(_iteration_plan(GroupRun(ctx, step, analysed.group_schemas(step)), mode))
                     break
-            finally:
-                bases.release(ctx)
+                analysis.bind_unevaluated(ctx, step, analysed.schemas)
         return text
 
     def context(self, plan: QueryPlan) -> Context:
@@ -125,12 +117,12 @@ class Executor:
             on_iteration=self.on_iteration, tables=self.tables,
         )
 
-    def run_step(self, ctx: Context, step) -> list[IterationStats]:
+    def run_step(self, ctx: Context, step: ViewStep | GroupStep, analysed: AnalysedPlan) -> list[IterationStats]:
         if isinstance(step, ViewStep):
             df = self.sql(step.query, ctx.env, ctx.sql)
             ctx.env[cte_binding(step.name)] = df.toDF(*step.columns) if step.columns else df
             return []
-        return self.run_group(ctx, GroupRun(ctx, step))
+        return self.run_group(ctx, GroupRun(ctx, step, analysed.group_schemas(step)))
 
     def run_group(self, ctx: Context, group: GroupRun) -> list[IterationStats]:
         """Run a recursive group to its fixpoint, binding each CTE's result for the steps after."""
@@ -139,12 +131,7 @@ class Executor:
         return group.stats
 
     def sql(self, node: exp.Expr, env: dict[str, DataFrame], user_sql: str) -> DataFrame:
-        used = {k: v for k, v in env.items() if _binds(node, k)}
-        if not self.args:
-            calls = as_dataframe_calls(node, used)
-            if calls is not None:
-                return calls
-        return run_sql(self.spark, render(node, escape_braces=bool(used)), used, self.args, user_sql, node)
+        return query_df(self.spark, node, env, self.args, user_sql)
 
     @cached_property
     def partitions(self) -> int:
@@ -221,14 +208,21 @@ def inline_trailing_views(plan: QueryPlan) -> tuple[list, exp.Expr]:
     return steps, final
 
 
-def _binds(node: exp.Expr, binding: str) -> bool:
-    return any(
-        isinstance(t.this, exp.Placeholder) and t.this.name == binding for t in node.find_all(exp.Table)
-    )
-
-
 def _iteration_plan(group: GroupRun, mode: str) -> str:
-    group.step(0, group.base_candidates)
+    """Spark's plan of `group`'s iteration 1 with no job run: every state and delta a stand-in
+    of its head types placed by its key as the loop places them (`_stand_in`), every base table
+    the repartitioned copy the base step would cache. The base step does not run, so the plan is
+    the one Spark makes for a delta whose sizes no action has measured."""
+    ctx = group.ctx
+    for state in group.states.values():
+        stand_in = state.shuffle_by_key(_stand_in(ctx.spark, state.schema)).localCheckpoint(eager=False)
+        state.restore(stand_in, stand_in, delta_rows=1, total_rows=1)
+    for cte in group.group.ctes:
+        for branch in [*cte.recursive_branches, *([cte.doubling] if cte.doubling else [])]:
+            for base in branch.bases:
+                if base.key not in ctx.bases:
+                    copy = bases.table_df(ctx, base.table).repartition(ctx.partitions, *base.columns)
+                    ctx.bases[base.key] = PartitionedBase(copy.sortWithinPartitions(*base.columns))
     for cte in group.group.ctes:
         df, _ = group.recursive_candidates(1)[cte.key]
         if df is None:
@@ -238,7 +232,16 @@ def _iteration_plan(group: GroupRun, mode: str) -> str:
         with contextlib.redirect_stdout(out):
             merged.explain(mode=_SPARK_EXPLAIN_MODES.get(mode, "simple"))
         return out.getvalue().rstrip()
-    return "(the base step produced no rows, so no iteration runs)"
+    return "(no recursive branch reads a delta)"
+
+
+def _stand_in(spark: SparkSession, schema: StructType) -> DataFrame:
+    """No rows of `schema`, in a form Spark's optimizer cannot see through, so that a plan over
+    it is the plan over a real state: parsed from JSON (a column of NULL casts, `state.empty`,
+    lets Spark infer that every key is NULL, and with it that the join finds nothing), lazily
+    checkpointed by the caller as the loop's states are (nothing runs until an action)."""
+    parsed = F.from_json(F.col("id").cast("string"), schema).alias("row")
+    return spark.range(0).select(parsed).select("row.*")
 
 
 _SPARK_EXPLAIN_MODES = {"SIMPLE": "simple", "EXTENDED": "extended", "FORMATTED": "formatted",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.executor.fixpoint import GroupRun
@@ -42,19 +43,19 @@ class Seed:
 def starting_from(seed: Seed) -> GroupStart:
     """`Executor.execute`'s `start` for a plan whose one recursive group continues from `seed`
     (the caller checked that the plan has one)."""
-    return lambda ctx, group: SeededRun(ctx, group, seed)
+    return lambda ctx, group, schemas: SeededRun(ctx, group, schemas, seed)
 
 
 class SeededRun(GroupRun):
     """A group whose states start from a stored fixpoint, and whose first delta is what the
     appended rows derive from it."""
 
-    def __init__(self, ctx: Context, group: GroupStep, seed: Seed) -> None:
+    def __init__(self, ctx: Context, group: GroupStep, schemas: dict[str, StructType], seed: Seed) -> None:
         self.seed = seed
         # the branches as run over the appended rows, kept alive: rendered texts and shapes are
         # cached by the branch's id
         self.rewritten: dict[tuple[int, TableName], Branch | None] = {}
-        super().__init__(ctx, group)
+        super().__init__(ctx, group, schemas)
 
     def start(self) -> int:
         for key, state in self.states.items():

@@ -80,6 +80,25 @@ def run_sql(
         raise from_spark_error(error, user_sql, user_ast) from None
 
 
+def query_df(spark: SparkSession, node: exp.Expr, env: dict[str, DataFrame], args: dict[str, Any] | None,
+             user_sql: str) -> DataFrame:
+    """A query of the statement (a plain CTE, the final query) over the DataFrames `env` binds:
+    as DataFrame calls where it can be (`as_dataframe_calls`), else as text."""
+    used = {k: v for k, v in env.items() if binds(node, k)}
+    if not args:
+        calls = as_dataframe_calls(node, used)
+        if calls is not None:
+            return calls
+    return run_sql(spark, render(node, escape_braces=bool(used)), used, args, user_sql, node)
+
+
+def binds(node: exp.Expr, binding: str) -> bool:
+    """Whether `node` reads the DataFrame bound as `binding`."""
+    return any(
+        isinstance(t.this, exp.Placeholder) and t.this.name == binding for t in node.find_all(exp.Table)
+    )
+
+
 # What a query must not hold to be run as DataFrame calls (`as_dataframe_calls`): anything
 # whose meaning depends on the query around it (subqueries, parameter markers), and aggregates,
 # windows and generators, which change the shape of the SELECT they are in.

@@ -26,3 +26,12 @@ def bound_table(binding: str, alias: str) -> exp.Table:
         this=exp.Placeholder(this=exp.to_identifier(binding), widget=True),
         alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)),
     )
+
+
+def sources(select: exp.Select) -> list[exp.Expr]:
+    """The relations a SELECT reads directly, in order: its FROM and its joins (not those of its
+    subqueries: sqlglot's `Scope.sources` names a scope's sources by alias, and so cannot list a
+    relation read twice under one name, nor say which came first)."""
+    from_ = select.args.get("from_")
+    found = [from_.this] if from_ is not None else []
+    return found + [j.this for j in select.args.get("joins") or []]

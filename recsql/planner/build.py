@@ -6,7 +6,10 @@ aggregate): such a query goes to Spark untouched.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TypeVar
 
 from sqlglot import exp
@@ -14,9 +17,9 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser.dialect import AggregateColumn
 from recsql.planner import checks, doubling
-from recsql.planner.branches import bound_table, branches_of
+from recsql.planner.branches import bound_table, branches_of, sources
 from recsql.planner.catalog import Catalog
-from recsql.planner.demand import Demand, push_demand
+from recsql.planner.demand import push_demand
 from recsql.planner.limits import split_limited_reads
 from recsql.planner.locate import locate
 from recsql.planner.model import (
@@ -70,45 +73,125 @@ class CTEDef:
         return any(isinstance(c, AggregateColumn) for c in self.column_list or [])
 
 
+@dataclass(frozen=True)
+class Draft:
+    """A statement on its way through the planner's rewrites (`RULES`): the query as rewritten
+    so far, what the rewrites found, and the statement they read. Each rule takes a draft and
+    returns one (the same draft when it changes nothing)."""
+
+    query: exp.Query
+    sql: str
+    catalog: Catalog
+    # the query as written, then as the rewrites that spell it another way left it: before those
+    # that add copies of CTEs, whose names are no names to suggest in errors
+    as_written: exp.Query
+    demand: bool = True  # push the final query's filters on recursive CTEs into their anchors
+    notes: tuple[str, ...] = ()  # what demand pushed or refused (EXPLAIN's `demand:` lines)
+    targets: Mapping[str, int] = field(default_factory=dict)  # row targets of LIMITed CTE reads
+
+    @property
+    def with_(self) -> exp.With | None:
+        found = self.query.args.get("with_")
+        return found if isinstance(found, exp.With) else None
+
+    @cached_property
+    def graph(self) -> tuple[dict[str, CTEDef], dict[str, set[str]], list[list[str]]]:
+        """The CTEs as written, what each reads, and the strongly connected components in
+        dependency order (computed once per draft: a rule that rewrites makes a new one)."""
+        if self.with_ is None:  # never: a rule reads the graph only of a statement with CTEs
+            raise AssertionError("a statement without WITH has no CTE graph")
+        return _analyse(self.with_)
+
+    def rewritten(self, query: exp.Query, *, as_written: bool = False, **found) -> Draft:
+        """This draft with `query` (and what the rule found); itself when nothing changed.
+        `as_written`: the rewrite spells what the user wrote another way (no copies added)."""
+        if query is self.query and not found:
+            return self
+        written = query if as_written else self.as_written
+        draft = dataclasses.replace(self, query=query, as_written=written, **found)
+        if query is self.query and "graph" in self.__dict__:  # the same CTEs: analysed once
+            draft.__dict__["graph"] = self.graph
+        return draft
+
+
+def expand_search_cycle(draft: Draft) -> Draft:
+    """SEARCH and CYCLE clauses as columns computed in the CTE's body (`search_cycle.py`)."""
+    def columns_of(cte: exp.CTE) -> list[str]:
+        return _head_names(cte, draft.sql, draft.catalog)
+
+    return draft.rewritten(rewrite_search_cycle(draft.query, draft.sql, columns_of), as_written=True)
+
+
+def hoist_withs(draft: Draft) -> Draft:
+    """WITHs nested in CTE bodies moved to the top-level WITH (`scoping.py`)."""
+    return draft.rewritten(hoist_nested_withs(draft.query), as_written=True)
+
+
+def spell_head_aggregates(draft: Draft) -> Draft:
+    """GROUP BY in recursive terms as RaSQL head aggregates (`spelling.py`)."""
+    if draft.with_ is None:
+        return draft
+    _, deps, components = draft.graph
+    spelled = to_head_aggregates(draft.query, draft.sql, _recursive_groups(deps, components), _cte_tables)
+    return draft.rewritten(spelled, as_written=True)
+
+
+def push_filters(draft: Draft) -> Draft:
+    """The final query's filters on recursive CTEs pushed into their anchors (`demand.py`)."""
+    if draft.with_ is None or not draft.demand:
+        return draft
+    pushed = push_demand(draft.query)
+    if pushed.query is draft.query and not pushed.notes:
+        return draft
+    return draft.rewritten(pushed.query, notes=tuple(pushed.notes))
+
+
+def split_limits(draft: Draft) -> Draft:
+    """A CTE copy per LIMITed read of a UNION ALL recursion, with its row target (`limits.py`)."""
+    if draft.with_ is None:
+        return draft
+    _, deps, components = draft.graph
+    alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
+    groups = {key: set(c) for c in components if len(c) > 1 for key in c}
+    query, targets = split_limited_reads(draft.query, alone, groups)
+    return draft.rewritten(query, targets=targets) if targets else draft
+
+
+# The planner's rewrites, in order, each `rule(draft) -> draft` (as sqlglot's `optimizer.RULES`)
+RULES: tuple[Callable[[Draft], Draft], ...] = (
+    expand_search_cycle,
+    hoist_withs,
+    spell_head_aggregates,
+    push_filters,
+    split_limits,
+)
+
+
 def plan_query(query: exp.Query, sql: str, catalog: Catalog, demand: bool = True) -> QueryPlan | None:
     """Plan `query` (a SELECT/UNION with a WITH clause), or None if Spark can run it as is.
 
     `demand`: push the final query's filters on recursive CTEs into their anchors."""
-    query = rewrite_search_cycle(query, sql, lambda cte: _columns_of(cte, sql, catalog))
-    query = hoist_nested_withs(query)
-    with_ = query.args.get("with_")
-    if not isinstance(with_, exp.With):
+    draft = Draft(query, sql, catalog, as_written=query, demand=demand)
+    for rule in RULES:
+        draft = rule(draft)
+    if draft.with_ is None:
         return None
-    defs, deps, components = _analyse(with_)
-    spelled = to_head_aggregates(query, sql, _recursive_groups(deps, components), _cte_tables)
-    if spelled is not query:  # GROUP BY in recursive terms, now RaSQL heads
-        query = spelled
-        defs, deps, components = _analyse(query.args["with_"])
-    as_written = query  # the copies the rewrites below add are no names to suggest in errors
-    pushed = push_demand(query) if demand else Demand(query)
-    if pushed.query is not query:
-        query = pushed.query
-        defs, deps, components = _analyse(query.args["with_"])
-    alone = {c[0] for c in components if len(c) == 1 and c[0] in deps[c[0]]}
-    groups = {key: set(c) for c in components if len(c) > 1 for key in c}
-    query, targets = split_limited_reads(query, alone, groups)
-    if targets:
-        defs, deps, components = _analyse(query.args["with_"])
+    defs, deps, components = draft.graph
     recursive = [c for c in components if len(c) > 1 or c[0] in deps[c[0]]]
     if not recursive and not any(d.has_head_aggregate for d in defs.values()):
         return None
-    checks.check_tables(as_written, sql, catalog, set())
-    checks.check_unimplemented(as_written, sql)
-    query = query.copy()
+    checks.check_tables(draft.as_written, sql, catalog, set())
+    checks.check_unimplemented(draft.as_written, sql)
+    query = draft.query.copy()
     query.set("with_", None)
     planner = _Planner(sql, catalog, defs, deps)
     steps = [planner.step(component) for component in components]
-    _limit_ends_recursion(targets, steps)
+    _limit_ends_recursion(dict(draft.targets), steps)
     for step in steps:
         if isinstance(step, GroupStep):
             checks.check_steps_end(step, sql)
     final = planner.bind_ctes(query, set(defs))
-    plan = QueryPlan(steps=steps, final=final, sql=sql, demand=pushed.notes)
+    plan = QueryPlan(steps=steps, final=final, sql=sql, demand=list(draft.notes))
     plan.parameters = {p.name for p in query.find_all(exp.Placeholder) if not p.args.get("widget")}
     for step in steps:
         for node in _step_queries(step):
@@ -129,12 +212,12 @@ def _recursive_groups(deps: dict[str, set[str]], components: list[list[str]]) ->
     return {key: set(c) for c in components if len(c) > 1 or c[0] in deps[c[0]] for key in c}
 
 
-def _columns_of(cte: exp.CTE, sql: str, catalog: Catalog) -> list[str]:
+def _head_names(cte: exp.CTE, sql: str, catalog: Catalog) -> list[str]:
     """A CTE's column names as the planner sees them (for the SEARCH/CYCLE rewrite)."""
     with_ = cte.parent
     defs = _cte_defs(with_) if isinstance(with_, exp.With) else {}
-    planner = _Planner(sql, catalog, {**defs, cte.alias.lower(): _cte_def(cte)}, {})
-    return [c.name for c in planner.head_of(cte.alias.lower())]
+    heads = _Heads(sql, catalog, {**defs, cte.alias.lower(): _cte_def(cte)})
+    return [c.name for c in heads.head_of(cte.alias.lower())]
 
 
 def _limit_ends_recursion(targets: dict[str, int], steps: list[Step]) -> None:
@@ -185,60 +268,14 @@ def _cte_tables(node: exp.Expr, names) -> list[exp.Table]:
     return [t for t in node.find_all(exp.Table) if is_cte_reference(t, names)]
 
 
-class _Planner:
-    def __init__(self, sql, catalog, defs, deps) -> None:
+class _Heads:
+    """The head columns of the CTEs `defs` as written: their names (`*` expanded over earlier
+    CTEs' heads and the catalog's tables, as Spark expands it), aggregates and payloads."""
+
+    def __init__(self, sql: str, catalog: Catalog, defs: dict[str, CTEDef]) -> None:
         self.sql = sql
         self.catalog = catalog
         self.defs = defs
-        self.deps = deps
-        self.strata: dict[str, int] = {}
-
-    def step(self, component: list[str]) -> Step:
-        stratum = 1 + max(
-            (self.strata[d] for key in component for d in self.deps[key] if d not in component),
-            default=-1,
-        )
-        for key in component:
-            self.strata[key] = stratum
-        members = set(component)
-        is_group = len(component) > 1 or component[0] in self.deps[component[0]]
-        first = self.defs[component[0]]
-        if not is_group and not first.has_head_aggregate:
-            query = self.bind_ctes(first.body.copy(), set(self.strata) - members)
-            columns = tuple(c.name for c in first.column_list or [])
-            return ViewStep(name=first.name, query=query, stratum=stratum, columns=columns)
-        ctes = [self.cte(self.defs[key], members) for key in component]
-        step = GroupStep(ctes=ctes, stratum=stratum)
-        checks.check_group(step, self.sql)
-        for cte in ctes:
-            for branch in cte.base_branches:
-                branch.bases = self.bind_partitioned_reads(branch, cte, ctes)
-        return step
-
-    def cte(self, d: CTEDef, members: set[str]) -> CTEPlan:
-        bodies, alls = branches_of(d.body.copy())
-        for index, body in enumerate(bodies, start=1):
-            if not isinstance(body, exp.Query):  # `(1 UNION SELECT ...)` parses, as an expression
-                raise RecSQLParseError(
-                    f"Syntax error: branch {index} of CTE `{d.name}` is `{body.sql('rasql')}`, not a "
-                    "query; write it as `SELECT ...`",
-                    condition="PARSE_SYNTAX_ERROR", **locate(body))
-        bag = bool(alls) and all(alls)
-        head = self.head(d, bodies[0])
-        cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag,
-                      level_limit=d.node.meta.get("max_recursion_level"),
-                      compared=tuple(ComparedColumn(*c) for c in d.node.meta.get(COMPARED, ())))
-        if bag and cte.aggregates:
-            raise RecSQLAnalysisError(
-                f"CTE `{d.name}` has head aggregates but its branches are joined by UNION ALL; "
-                "aggregates need set recursion: use UNION",
-                condition="RECSQL_AGGREGATE_WITH_UNION_ALL",
-                **locate(d.node.args["alias"].this),
-            )
-        for index, body in enumerate(bodies, start=1):
-            cte.branches.append(self.branch(cte, index, body, members))
-        cte.doubling = doubling.doubling_branch(cte)
-        return cte
 
     def head(self, d: CTEDef, first_branch: exp.Query) -> tuple[HeadColumn, ...]:
         if d.column_list is None:  # as Spark: the names of the first (anchor) branch's output
@@ -275,7 +312,7 @@ class _Planner:
             if star_of is None:
                 names.append(e.alias_or_name or e.sql("rasql"))
                 continue
-            expanded = [n for source in _sources(query) if star_of in ("", source.alias_or_name.lower())
+            expanded = [n for source in sources(query) if star_of in ("", source.alias_or_name.lower())
                         for n in self.source_names(source)]
             names.extend(expanded or ["*"])
         return names
@@ -339,6 +376,64 @@ class _Planner:
             )
         return HeadColumn(column.name, of=of.name, extremum=column.extremum, location=column.location)
 
+    def head_of(self, key: str) -> list[HeadColumn]:
+        d = self.defs[key]
+        return list(self.head(d, branches_of(d.body)[0][0]))
+
+
+class _Planner(_Heads):
+    def __init__(self, sql, catalog, defs, deps) -> None:
+        super().__init__(sql, catalog, defs)
+        self.deps = deps
+        self.strata: dict[str, int] = {}
+
+    def step(self, component: list[str]) -> Step:
+        stratum = 1 + max(
+            (self.strata[d] for key in component for d in self.deps[key] if d not in component),
+            default=-1,
+        )
+        for key in component:
+            self.strata[key] = stratum
+        members = set(component)
+        is_group = len(component) > 1 or component[0] in self.deps[component[0]]
+        first = self.defs[component[0]]
+        if not is_group and not first.has_head_aggregate:
+            query = self.bind_ctes(first.body.copy(), set(self.strata) - members)
+            columns = tuple(c.name for c in first.column_list or [])
+            return ViewStep(name=first.name, query=query, stratum=stratum, columns=columns)
+        ctes = [self.cte(self.defs[key], members) for key in component]
+        step = GroupStep(ctes=ctes, stratum=stratum)
+        checks.check_group(step, self.sql)
+        for cte in ctes:
+            for branch in cte.base_branches:
+                branch.bases = self.bind_partitioned_reads(branch, cte, ctes)
+        return step
+
+    def cte(self, d: CTEDef, members: set[str]) -> CTEPlan:
+        bodies, alls = branches_of(d.body.copy())
+        for index, body in enumerate(bodies, start=1):
+            if not isinstance(body, exp.Query):  # `(1 UNION SELECT ...)` parses, as an expression
+                raise RecSQLParseError(
+                    f"Syntax error: branch {index} of CTE `{d.name}` is `{body.sql('rasql')}`, not a "
+                    "query; write it as `SELECT ...`",
+                    condition="PARSE_SYNTAX_ERROR", **locate(body))
+        bag = bool(alls) and all(alls)
+        head = self.head(d, bodies[0])
+        cte = CTEPlan(name=d.name, head=head, branches=[], bag=bag,
+                      level_limit=d.node.meta.get("max_recursion_level"),
+                      compared=tuple(ComparedColumn(*c) for c in d.node.meta.get(COMPARED, ())))
+        if bag and cte.aggregates:
+            raise RecSQLAnalysisError(
+                f"CTE `{d.name}` has head aggregates but its branches are joined by UNION ALL; "
+                "aggregates need set recursion: use UNION",
+                condition="RECSQL_AGGREGATE_WITH_UNION_ALL",
+                **locate(d.node.args["alias"].this),
+            )
+        for index, body in enumerate(bodies, start=1):
+            cte.branches.append(self.branch(cte, index, body, members))
+        cte.doubling = doubling.doubling_branch(cte)
+        return cte
+
     def branch(self, cte: CTEPlan, index: int, body: exp.Query, members: set[str]) -> Branch:
         checks.check_branch_columns(cte, index, body, self.sql, self.defs[cte.key].node.args["alias"].this)
         group_tables = _cte_tables(body, members)
@@ -364,10 +459,6 @@ class _Planner:
 
     def group_ctes(self, members: set[str]) -> dict[str, CTEDef]:
         return {k: self.defs[k] for k in members}
-
-    def head_of(self, key: str) -> list[HeadColumn]:
-        d = self.defs[key]
-        return list(self.head(d, branches_of(d.body)[0][0]))
 
     def contributor(self, branch: Branch, members: set[str]) -> tuple[exp.Expr, ...]:
         """A recursive branch's contributor: the group key of each recursive row it reads, plus
@@ -541,10 +632,3 @@ def _star_source(e: exp.Expr) -> str | None:
     if isinstance(e, exp.Column) and isinstance(e.this, exp.Star):
         return e.table.lower()
     return None
-
-
-def _sources(select: exp.Select) -> list[exp.Expr]:
-    """The FROM and JOIN sources of a select, in order."""
-    from_ = select.args.get("from_") or select.args.get("from")
-    sources = [from_.this] if from_ is not None else []
-    return sources + [j.this for j in select.args.get("joins") or []]

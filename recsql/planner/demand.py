@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from recsql.parser.dialect import AggregateColumn
-from recsql.planner.branches import branches_of, has_modifiers
+from recsql.planner.branches import branches_of, has_modifiers, sources
 from recsql.planner.doubling import has_clauses, single_equality
 from recsql.planner.names import is_cte_reference
 from recsql.planner.scoping import rename_reads
@@ -97,7 +97,7 @@ def _final_reads(query: exp.Query) -> dict[str, list[tuple[exp.Select, exp.Table
     ctes = _ctes(query)
     reads: dict[str, list[tuple[exp.Select, exp.Table]]] = {}
     for leaf in _leaves(query) or []:
-        for table in _sources(leaf):
+        for table in sources(leaf):
             if isinstance(table, exp.Table) and is_cte_reference(table, ctes):
                 reads.setdefault(table.name.lower(), []).append((leaf, table))
     return reads
@@ -255,7 +255,7 @@ def _filters(leaf: exp.Select, table: exp.Table) -> Filters:
     if where is None:
         return {}
     found: Filters = {}
-    only_source = len(_sources(leaf)) == 1
+    only_source = len(sources(leaf)) == 1
     for conjunct in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
         filtered = _filtered_column(conjunct, table, only_source)
         if filtered is not None:
@@ -362,7 +362,7 @@ def _reversed_closure(cte: exp.CTE, key: str, branches: list[exp.Query], index: 
     if edge is None or not isinstance(linear, exp.Select) or has_clauses(linear, "joins", "where"):
         return None
     table, source, target = edge
-    tables = _sources(linear)
+    tables = sources(linear)
     refs = [t for t in tables if isinstance(t, exp.Table) and is_cte_reference(t, {key})]
     others = [t for t in tables if t not in refs]
     if len(tables) != 2 or len(refs) != 1 or len(others) != 1 or not isinstance(others[0], exp.Table) \
@@ -399,7 +399,7 @@ def _edge(anchor: exp.Query) -> tuple[str, str, str] | None:
     """(table, source column, target column) of a base branch `SELECT s, d FROM E`."""
     if not isinstance(anchor, exp.Select) or has_clauses(anchor):
         return None
-    tables = _sources(anchor)
+    tables = sources(anchor)
     if len(tables) != 1 or not isinstance(tables[0], exp.Table) or tables[0].args.get("db") \
             or not isinstance(tables[0].this, exp.Identifier):
         return None
@@ -448,7 +448,7 @@ def _check_carried(branch: exp.Query, number: int, ref: exp.Table, name: str, in
     if any(isinstance(e, exp.Star) for e in expressions) or index >= len(expressions):
         raise _NotPushed(f"branch {number} selects *")
     output = expressions[index].unalias()
-    single = len(_sources(branch)) == 1
+    single = len(sources(branch)) == 1
     carried = isinstance(output, exp.Column) and output.name.lower() == name \
         and (output.table.lower() == ref.alias_or_name.lower() or (not output.table and single))
     if not carried:
@@ -540,11 +540,6 @@ def _show(template: exp.Expr, column: str) -> str:
     ).sql("rasql")
 
 
-def _sources(select: exp.Select) -> list[exp.Expr]:
-    """The relations a SELECT reads directly: its FROM and its joins."""
-    source = select.args.get("from_") or select.args.get("from")
-    found = [source.this] if source is not None else []
-    return found + [j.this for j in select.args.get("joins") or []]
 
 
 def _refs(branch: exp.Expr, key: str) -> list[exp.Table]:

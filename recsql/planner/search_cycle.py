@@ -33,6 +33,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn, CycleClause, SearchClause
+from recsql.planner.branches import sources
 from recsql.planner.locate import locate
 
 DEPTH_FIELD = "*DEPTH*"  # PostgreSQL's name for the breadth-first depth inside the seq record
@@ -221,17 +222,13 @@ def _reference(cte: exp.CTE, recursive: exp.Select, sql: str) -> exp.Table:
     if not tables:
         raise _error(f'WITH query "{cte.alias}" is not recursive: a SEARCH or CYCLE clause needs '
                      "a recursive term that reads it", clause, sql)
-    top = [t for t in tables if any(t is s for s in _sources(recursive))]
+    top = [t for t in tables if any(t is s for s in sources(recursive))]
     if len(tables) > 1 or not top:
         raise _error(f'with a SEARCH or CYCLE clause, the recursive reference to WITH query '
                      f'"{cte.alias}" must be at the top level of its right-hand SELECT', tables[-1], sql)
     return top[0]
 
 
-def _sources(select: exp.Select) -> list[exp.Expr]:
-    from_ = select.args.get("from_")
-    sources = [from_.this] if from_ is not None else []
-    return sources + [j.this for j in select.args.get("joins") or []]
 
 
 def _column(name: str) -> exp.Column:
@@ -275,7 +272,7 @@ def _anchor(clauses: _Clauses, anchor: exp.Expr) -> exp.Select:
 
 def _recursive(clauses: _Clauses, recursive: exp.Select, reference: exp.Table) -> exp.Select:
     inner = recursive.copy()
-    ref = next(t for t in _sources(inner) if t.name.lower() == reference.name.lower())
+    ref = next(t for t in sources(inner) if t.name.lower() == reference.name.lower())
     _expand_reference_stars(inner, ref.alias_or_name, clauses.columns)
     for name in clauses.added:
         inner.select(exp.column(name, table=ref.alias_or_name, quoted=True), copy=False)
@@ -314,7 +311,7 @@ def _expand_reference_stars(select: exp.Select, ref_alias: str, columns: list[st
     expanded: list[exp.Expr] = []
     for item in select.expressions:
         if isinstance(item, exp.Star):
-            for source in _sources(select):
+            for source in sources(select):
                 name = source.alias_or_name
                 if name.lower() == ref_alias.lower():
                     expanded += [c.copy() for c in ref_columns]

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
+from recsql.executor.analysis import AnalysedPlan
 from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs, render
 from recsql.planner import QueryPlan
 from recsql.planner.locate import locate
@@ -30,13 +31,13 @@ def run(request: Request, node: exp.Create) -> Result:
     plan = stages.plan(request, expansion)
     if plan is None:
         return _by_spark(request, node, kind)
-    plan = stages.analyse(request, plan)
+    analysed = stages.analyse(request, plan)
     if kind == "VIEW":
         _check_storable(request, target(node).sql("rasql"), plan, node)
         if not expansion.views and _created_by_spark(request):
             return request.command(plan=plan)
-        return _create_recursive_view(request, node, plan, expansion)
-    result = stages.execute(request, plan)
+        return _create_recursive_view(request, node, analysed, expansion)
+    result = stages.execute(request, analysed)
     writer = result.df.write
     fmt = _using(node)
     if fmt:
@@ -63,13 +64,14 @@ def _by_spark(request: Request, node: exp.Create, kind: str) -> Result:
         return request.command()
 
 
-def _create_recursive_view(request: Request, node: exp.Create, plan: QueryPlan,
+def _create_recursive_view(request: Request, node: exp.Create, analysed: AnalysedPlan,
                            expansion: Expansion) -> Result:
     """Store a view that needs recsql: its definition, expanded by every statement that reads
     it, and a Spark view of its columns and types that refuses to be read without recsql. The
     query is analysed here, not run, as Spark analyses a view's body when it is created: that
-    checks it and gives the columns their types (`Executor.typed`; running the fixpoint to learn
-    them took minutes over a large graph)."""
+    checks it and gives the columns their types (`Executor.typed`, no Spark job; running the
+    fixpoint to learn them took minutes over a large graph)."""
+    plan = analysed.plan
     table = target(node)
     name = table.sql("rasql")
     temporary = any(isinstance(p, exp.TemporaryProperty) for p in _properties(node))
@@ -89,7 +91,7 @@ def _create_recursive_view(request: Request, node: exp.Create, plan: QueryPlan,
             f"Cannot create view `{name}` because it already exists; choose a different name, "
             "drop or replace the existing view (CREATE OR REPLACE), or add IF NOT EXISTS",
             condition="TABLE_OR_VIEW_ALREADY_EXISTS", **locate(table, request.text))
-    schema = _with_columns(request.executor.typed(plan), node).schema
+    schema = _with_columns(request.executor.typed(analysed), node).schema
     text = node.expression.sql("rasql")
     if temporary:
         views.create_temporary(request.spark, name, schema, text)

@@ -116,9 +116,9 @@ def create(request: Request, node: exp.Create) -> Result:
             f"Materialized view {name} cannot keep the parameter(s) {', '.join(bound)} bound "
             "for this statement: a refresh runs the definition again without them; write the "
             "values into its text", condition="RECSQL_VIEW_WITH_PARAMETERS")
-    plan = stages.analyse(request, plan)
+    analysed = stages.analyse(request, plan)
     bases = identities(request.spark, read_relations(plan))
-    evaluated = request.executor.execute(plan)
+    evaluated = request.executor.execute(analysed)
     old = mv_storage.read(request.spark, name)
     _store(request, Stored(name=name, definition=node.expression.sql("rasql"), version="",
                            answer="", bases=bases, bound=_digest(expansion)),
@@ -139,7 +139,9 @@ def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
         settings = dataclasses.replace(settings, doubling_after_iterations=0)
     executor = Executor(spark=request.spark, settings=settings, args=None, frames={},
                         tables=sub.catalog.frames, on_iteration=request.on_iteration)
-    evaluated = executor.execute(plan) if seed is None else executor.execute(plan, seeded.starting_from(seed))
+    analysed = stages.analyse(sub, plan)
+    evaluated = (executor.execute(analysed) if seed is None
+                 else executor.execute(analysed, seeded.starting_from(seed)))
     _store(request, dataclasses.replace(stored, bases=current, bound=bound), plan, evaluated,
            f"{decision.path}: {decision.why}", stored)
     return request.command(evaluated.stats, plan)
@@ -399,8 +401,8 @@ def _current_bases(spark: SparkSession, stored: Stored, full: bool) -> dict[str,
 
 
 def _plan(request: Request, stored: Stored) -> tuple[Request, QueryPlan, str]:
-    """The stored definition planned again, in a request of its own (its text is what errors
-    point at), and the digest of its expansion."""
+    """The stored definition planned again (not analysed: an unchanged view needs no types), in
+    a request of its own (its text is what errors point at), and the digest of its expansion."""
     query = parse_statement(stored.definition).expression
     if not isinstance(query, exp.Query):  # never: CREATE stored a query
         raise AssertionError(f"materialized view {stored.name} stores no query")
@@ -413,7 +415,7 @@ def _plan(request: Request, stored: Stored) -> tuple[Request, QueryPlan, str]:
             f"The definition of materialized view {stored.name} no longer needs recursion "
             "(a recursive view it read was replaced); recreate it with CREATE OR REPLACE "
             "MATERIALIZED VIEW", condition="RECSQL_MATERIALIZED_VIEW_STATE_MISMATCH")
-    return sub, stages.analyse(sub, plan), _digest(expansion)
+    return sub, plan, _digest(expansion)
 
 
 def _digest(expansion: Expansion) -> str:

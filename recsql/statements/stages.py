@@ -2,7 +2,8 @@
 
     bind     the query with the recursive views it reads expanded into CTEs
     plan     recursive groups, strata, delta rules, pushed filters (None: Spark runs it alone)
-    analyse  the plan as the executor receives it
+    analyse  the plan typed: every recursive CTE's head schema, the checks that need types
+             (Spark analyses, no Spark job)
     execute  the answer, on Spark
 
 A statement handler (`recsql.statements.<form>`) chains the ones it needs, as
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from recsql.executor.analysis import AnalysedPlan
 from recsql.executor.spark_sql import quiet_pyspark_error_logs
 from recsql.planner import QueryPlan, plan_query
 from recsql.planner.views import Expansion, expand_views
@@ -32,13 +34,14 @@ def plan(request: Request, bound: Expansion) -> QueryPlan | None:
                           demand=request.settings.demand_enabled)
 
 
-def analyse(request: Request, plan: QueryPlan) -> QueryPlan:
-    """The plan as the executor receives it. The head types are still inferred when a group
-    starts (`recsql.executor.schemas`), so that a query pays for one Spark analysis of each
-    branch; this is the stage that is to take them."""
-    return plan
+def analyse(request: Request, plan: QueryPlan) -> AnalysedPlan:
+    """The plan as the executor receives it: every recursive group's head types, inferred as
+    Spark types a UNION, and every error that needs them, at its place
+    (`recsql.executor.analysis`). Spark analyses the branches; no Spark job runs."""
+    with quiet_pyspark_error_logs():
+        return request.executor.analyse(plan)
 
 
-def execute(request: Request, plan: QueryPlan) -> Result:
-    evaluated = request.executor.execute(plan)
-    return Result(df=evaluated.df, stats=evaluated.stats, plan=plan)
+def execute(request: Request, analysed: AnalysedPlan) -> Result:
+    evaluated = request.executor.execute(analysed)
+    return Result(df=evaluated.df, stats=evaluated.stats, plan=analysed.plan)

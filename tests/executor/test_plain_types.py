@@ -12,7 +12,7 @@ from sqlglot import parse_one
 
 import recsql
 from recsql import RecSQLError
-from recsql.executor import schemas
+from recsql.executor import analysis
 from recsql.executor.plain_types import plain_types
 from recsql.executor.spark_sql import quiet_pyspark_error_logs, render
 
@@ -55,7 +55,7 @@ def fast(spark, sql: str):
 
 
 def analysed(spark, sql: str):
-    """Spark's types of the same text, as `schemas._typed_branch` spells it; None on an
+    """Spark's types of the same text, as `analysis._typed_branch` spells it; None on an
     analysis error."""
     text = render(parse_one(sql, read="rasql"), escape_braces=True)
     text = text.format(**{name: name for name in [*VIEWS, "pt_coll", "pt_chars"]})
@@ -310,13 +310,13 @@ def test_case_of_a_column_name_follows_the_conf(spark, edge, case_sensitive):
 def test_catalog_table_branches_are_typed_without_spark(spark, monkeypatch):
     """A catalog table read by plain branches; the VARCHAR column goes through Spark."""
     typed_by_spark = []
-    analysed_branch = schemas._typed_branch
+    analysed_branch = analysis._typed_branch
 
     def recorded(run, cte, branch, refs):
         typed_by_spark.append(branch.select.sql("rasql"))
         return analysed_branch(run, cte, branch, refs)
 
-    monkeypatch.setattr(schemas, "_typed_branch", recorded)
+    monkeypatch.setattr(analysis, "_typed_branch", recorded)
     sql = ("WITH recursive tc (X, Y) AS (SELECT Src, Dst FROM pt_chars) UNION "
            "(SELECT tc.X, c.Dst FROM tc JOIN pt_chars c ON tc.Y = c.Src) SELECT X, Y FROM tc")
     got = sorted(tuple(r) for r in recsql.run(sql, spark=spark).df.collect())
@@ -336,7 +336,7 @@ def test_closure_view_is_typed_without_spark(spark, edge, monkeypatch):
     def analysed_branch(*args):
         raise AssertionError("a plain branch was typed by Spark")
 
-    monkeypatch.setattr(schemas, "_typed_branch", analysed_branch)
+    monkeypatch.setattr(analysis, "_typed_branch", analysed_branch)
     recsql.run("CREATE OR REPLACE TEMPORARY VIEW pt_closure AS WITH recursive tc (X, Y) AS "
                "(SELECT Src, Dst FROM edge) UNION (SELECT tc.X, edge.Dst FROM tc, edge "
                "WHERE tc.Y = edge.Src) SELECT X AS node, Y AS reached FROM tc", spark=spark)

@@ -32,6 +32,7 @@ from sqlglot import exp
 
 from recsql.executor.driver_sql import Untranslatable, check_forms, check_types, strict_casts
 from recsql.executor.loop import Loop
+from recsql.executor.spark_types import INTEGRAL_SQL
 from recsql.executor.state import CONTRIB
 from recsql.planner.model import DELTA, Branch, CTEPlan
 from recsql.planner.names import TableName, is_cte_reference
@@ -44,7 +45,6 @@ _TYPES = (
     (FloatType, T.FLOAT), (DoubleType, T.DOUBLE), (StringType, T.VARCHAR),
     (BooleanType, T.BOOLEAN), (DateType, T.DATE),
 )
-_INTEGRAL = (T.TINYINT, T.SMALLINT, T.INT, T.BIGINT)
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def prepare(con: Any, run: Loop, cte: CTEPlan, branch: Branch, sources: dict[tup
     for i, f in enumerate(schema.fields):
         target = duck_type(f.dataType)
         value: exp.Expr = exp.column(f"c{i}", "q")
-        if target.is_type(*_INTEGRAL) and types[i].upper().startswith(_FRACTIONAL):
+        if target.is_type(*INTEGRAL_SQL) and types[i].upper().startswith(_FRACTIONAL):
             value = _trunc(value)  # Spark's cast truncates, DuckDB's rounds
         outputs.append(exp.alias_(exp.cast(value, target), f.name))
     if contrib:

@@ -1,44 +1,109 @@
-"""Head types of a recursive group, inferred before its first iteration as Spark infers a
-UNION's: widened over the base branches, then over the recursive branches analysed (no job)
-against the types found so far, until nothing widens; sum/count heads take Spark's sum type."""
+"""Stage 4: analyse a plan. Every recursive group's head types, inferred before anything runs
+as Spark infers a UNION's: widened over the base branches, then over the recursive branches
+analysed (no job) against the types found so far, until nothing widens; sum/count heads take
+Spark's sum type. With them the checks that need types (a branch's width and types against its
+head, SEARCH/CYCLE columns Spark must compare, min/max and payload columns it must order), each
+error at its place in the statement. Spark analyses the branches; no Spark job runs.
+
+The executor receives the `AnalysedPlan` and builds each group's states from its schemas;
+EXPLAIN and CREATE VIEW stop here."""
 
 from __future__ import annotations
 
 import re
 import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
 
-from pyspark.errors import AnalysisException, PySparkException
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import (
-    ArrayType,
-    ByteType,
-    DataType,
-    DecimalType,
-    IntegerType,
-    LongType,
-    MapType,
-    ShortType,
-    StructField,
-    StructType,
-    VariantType,
-)
+from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
-from recsql.executor.loop import Loop
+from recsql.executor.loop import Context
 from recsql.executor.plain_types import plain_types
-from recsql.executor.spark_sql import quiet_pyspark_error_logs
-from recsql.executor.state import empty
+from recsql.executor.spark_sql import query_df, quiet_pyspark_error_logs, render, run_sql
+from recsql.executor.spark_types import castable, orderable, quoted, sum_type, type_sql, widened
+from recsql.executor.state import CONTRIB, empty
 from recsql.planner.locate import locate
-from recsql.planner.model import Branch, CTEPlan, GroupStep
+from recsql.planner.model import Branch, CTEPlan, GroupStep, QueryPlan, ViewStep, cte_binding
 
 
-def _tables(run: Loop, branch: Branch) -> dict[str, DataFrame]:
-    """The branch's base tables as they are: typing needs no pre-partitioned (checkpointed) base."""
-    return {b.binding: run.ctx.spark.table(b.table.sql) for b in branch.bases}
+@dataclass(frozen=True)
+class AnalysedPlan:
+    """A plan with every recursive CTE's head schema (by CTE key), as the executor runs it."""
+
+    plan: QueryPlan
+    schemas: Mapping[str, StructType]
+
+    def group_schemas(self, group: GroupStep) -> dict[str, StructType]:
+        return {cte.key: self.schemas[cte.key] for cte in group.ctes}
 
 
-def _typed_branch(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> DataFrame:
+def analyse(ctx: Context, plan: QueryPlan) -> AnalysedPlan:
+    """Type `plan`'s groups in order, each over the types of the steps before it: a plain CTE
+    as Spark analyses it, a recursive group's CTEs as empty relations of their head types."""
+    schemas: dict[str, StructType] = {}
+    with quiet_pyspark_error_logs():
+        for step in plan.steps:
+            if isinstance(step, GroupStep):
+                schemas.update(infer_schemas(ctx, step))
+            bind_unevaluated(ctx, step, schemas)
+    return AnalysedPlan(plan, MappingProxyType(schemas))
+
+
+def bind_unevaluated(ctx: Context, step: ViewStep | GroupStep, schemas: Mapping[str, StructType]) -> None:
+    """Bind `step`'s CTEs in `ctx.env` as later steps are typed over them (no job): a plain CTE
+    as Spark analyses it, a recursive CTE as an empty relation of its head types."""
+    if isinstance(step, ViewStep):
+        df = query_df(ctx.spark, step.query, ctx.env, ctx.args, ctx.sql)
+        ctx.env[cte_binding(step.name)] = df.toDF(*step.columns) if step.columns else df
+        return
+    for cte in step.ctes:
+        ctx.env[cte_binding(cte.key)] = empty(ctx.spark, schemas[cte.key])
+
+
+def answer_type(ctx: Context, analysed: AnalysedPlan) -> DataFrame:
+    """The answer's columns and types with no Spark job: every CTE bound as `bind_unevaluated`
+    binds it, the final query analysed over them. As Spark analyses a view's body when it is
+    created, without running it."""
+    with quiet_pyspark_error_logs():
+        for step in analysed.plan.steps:
+            bind_unevaluated(ctx, step, analysed.schemas)
+        return query_df(ctx.spark, analysed.plan.final, ctx.env, ctx.args, ctx.sql)
+
+
+def with_contributor(cte: CTEPlan, branch: Branch, select=None):
+    """A recursive sum/count branch also selects its contributor's identity (`select`: the
+    branch's select as run, if not `branch.select`)."""
+    select = branch.select if select is None else select
+    if not (cte.summing and branch.recursive):
+        return select
+    select = select.copy()
+    parts: list[exp.Expr] = [exp.Literal.string("b"), exp.Literal.number(branch.index)]
+    for i, expr in enumerate(branch.contributor):
+        parts += [exp.Literal.string(f"c{i}"), expr.copy()]
+    identity = exp.Anonymous(this="TO_JSON", expressions=[exp.Anonymous(this="NAMED_STRUCT", expressions=parts)])
+    return select.select(exp.alias_(identity, CONTRIB, quoted=True), copy=False)
+
+
+def _text(cte: CTEPlan, branch: Branch) -> str:
+    return render(with_contributor(cte, branch), escape_braces=True)
+
+
+def _branch_df(ctx: Context, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame]) -> DataFrame:
+    """The branch over the statement's bindings, `refs` and its base tables as they are: typing
+    needs no pre-partitioned (checkpointed) base."""
+    bindings = {**ctx.env, **refs}
+    bindings.update({b.binding: ctx.spark.table(b.table.sql) for b in branch.bases})
+    text = _text(cte, branch)
+    used = {k: v for k, v in bindings.items() if "{" + k + "}" in text}
+    return run_sql(ctx.spark, text, used, ctx.args, ctx.sql, branch.select)
+
+
+def _typed_branch(ctx: Context, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> DataFrame:
     """The branch analysed over its base tables and empty relations of the `refs` types (by
     binding), for its output types.
 
@@ -48,74 +113,41 @@ def _typed_branch(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, Struc
     loaded local[2], where the text took 0.01 s), and typing runs for every statement. A branch
     that reads anything else (an earlier CTE, a DataFrame argument), a type the text cannot
     spell, or an analysis error, is typed with the DataFrames bound, as the loop runs it."""
-    text = run.text(cte, branch)
+    text = _text(cte, branch)
     spelled = {b.binding: b.table.sql for b in branch.bases}
     spelled.update({r.binding: _empty_relation(refs[r.binding]) for r in branch.refs
-                    if all(_castable(f.dataType) for f in refs[r.binding].fields)})
+                    if all(castable(f.dataType) for f in refs[r.binding].fields)})
     try:
         names = {field for _, field, _, _ in string.Formatter().parse(text) if field is not None}
         if names <= spelled.keys():
             with quiet_pyspark_error_logs():
-                return run.ctx.spark.sql(text.format(**spelled), args=_used_args(text, run.ctx.args))
+                return ctx.spark.sql(text.format(**spelled), args=_used_args(text, ctx.args))
     except (PySparkException, ValueError, KeyError, IndexError):
         pass  # typed again below, where a real error is reported as the loop reports it
-    frames = {r.binding: empty(run.ctx.spark, refs[r.binding]) for r in branch.refs}
-    return run.branch_df(cte, branch, frames, bases=_tables(run, branch))
-
-
-def _castable(dtype: DataType) -> bool:
-    """Whether `CAST(NULL AS t)` has exactly the type `dtype`: a cast's arrays, maps and structs
-    hold nulls (`ARRAY<STRING>` is `containsNull=true`), so a type that says its elements cannot be
-    null (Spark's `array(...)` of non-null values) cannot be spelled, and is bound instead."""
-    if isinstance(dtype, ArrayType):
-        return dtype.containsNull and _castable(dtype.elementType)
-    if isinstance(dtype, MapType):
-        return dtype.valueContainsNull and _castable(dtype.keyType) and _castable(dtype.valueType)
-    if isinstance(dtype, StructType):
-        return all(f.nullable and _castable(f.dataType) for f in dtype.fields)
-    return True
+    frames = {r.binding: empty(ctx.spark, refs[r.binding]) for r in branch.refs}
+    return _branch_df(ctx, cte, branch, frames)
 
 
 def _empty_relation(schema: StructType) -> str:
-    columns = ", ".join(f"CAST(NULL AS {type_sql(f.dataType)}) AS {_quoted(f.name)}" for f in schema.fields)
+    columns = ", ".join(f"CAST(NULL AS {type_sql(f.dataType)}) AS {quoted(f.name)}" for f in schema.fields)
     return f"(SELECT {columns} FROM range(0))"
-
-
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql("spark")
 
 
 def _used_args(text: str, args: dict | None) -> dict | None:
     return {k: v for k, v in (args or {}).items() if re.search(rf":{re.escape(k)}\b", text)} or None
 
 
-def type_sql(dtype: DataType) -> str:
-    """`dtype` as Spark SQL, struct field names back-quoted: `simpleString` leaves them bare, and
-    a SEARCH column's `*DEPTH*` field (PostgreSQL's name) then does not parse."""
-    if isinstance(dtype, StructType):
-        fields = [f"{_quoted(f.name)}: {type_sql(f.dataType)}" for f in dtype.fields]
-        return f"STRUCT<{', '.join(fields)}>"
-    if isinstance(dtype, ArrayType):
-        return f"ARRAY<{type_sql(dtype.elementType)}>"
-    if isinstance(dtype, MapType):
-        return f"MAP<{type_sql(dtype.keyType)}, {type_sql(dtype.valueType)}>"
-    return dtype.simpleString()
-
-
-INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
-
-
-def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
+def infer_schemas(ctx: Context, group: GroupStep) -> dict[str, StructType]:
     """Head types: Spark's UNION widening over the base branches, then over the recursive
     branches evaluated (analysis only, no job) against the types found so far."""
     types: dict[str, list[DataType] | None] = {}
     for cte in group.ctes:
         types[cte.key] = None
         for branch in cte.base_branches:
-            types[cte.key] = _widen(run.ctx.spark, types[cte.key],
-                                    _types(run, cte, branch, {}), cte, branch, run.ctx.sql)
+            types[cte.key] = _widen(ctx.spark, types[cte.key],
+                                    _types(ctx, cte, branch, {}), cte, branch, ctx.sql)
     for cte in group.ctes:  # before a recursive term compares them
-        _check_compared_types(cte, types[cte.key], run.ctx.sql)
+        _check_compared_types(cte, types[cte.key], ctx.sql)
     for _ in range(1 + 2 * len(group.ctes)):
         changed = False
         for cte in group.ctes:
@@ -125,37 +157,37 @@ def infer_schemas(run: Loop, group: GroupStep) -> dict[str, StructType]:
                 if len(known) < len(ref_types):
                     continue
                 refs = {r.binding: _schema(group, r.cte, known[r.cte]) for r in branch.refs}
-                widened = _widen(run.ctx.spark, types[cte.key],
-                                 _types(run, cte, branch, refs), cte, branch, run.ctx.sql)
-                if widened != types[cte.key]:
-                    types[cte.key], changed = widened, True
+                wider = _widen(ctx.spark, types[cte.key],
+                                 _types(ctx, cte, branch, refs), cte, branch, ctx.sql)
+                if wider != types[cte.key]:
+                    types[cte.key], changed = wider, True
         if not changed:
             break
     schemas = {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
     for cte in group.ctes:
-        _check_ranked_types(cte, schemas[cte.key], run.ctx.sql)
+        _check_ranked_types(cte, schemas[cte.key], ctx.sql)
         # again once widened: an anchor's NULL may become a map only in a recursive term
-        _check_compared_types(cte, types[cte.key], run.ctx.sql)
+        _check_compared_types(cte, types[cte.key], ctx.sql)
     return schemas
 
 
-def _types(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> list[DataType]:
+def _types(ctx: Context, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> list[DataType]:
     """The branch's output types: read off its relations' schemas where it is plain
     (`plain_types`, no Spark analysis), else from Spark's analysis of it."""
-    known = _plain_types(run, cte, branch, refs)
+    known = _plain_types(ctx, cte, branch, refs)
     if known is None:
-        return _branch_types(cte, branch, _typed_branch(run, cte, branch, refs), run.ctx.sql)
-    check_width(cte, branch, len(known), run.ctx.sql)
+        return _branch_types(cte, branch, _typed_branch(ctx, cte, branch, refs), ctx.sql)
+    check_width(cte, branch, len(known), ctx.sql)
     return known
 
 
-def _plain_types(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> list[DataType] | None:
+def _plain_types(ctx: Context, cte: CTEPlan, branch: Branch, refs: dict[str, StructType]) -> list[DataType] | None:
     """`plain_types` over the branch's references (`refs`) and its base tables as the statement
     already read them (`Context.tables`, analysed when it was planned: their schemas are at
     hand). A summing CTE's recursive branches carry a contributor column; they go to Spark."""
     if cte.summing:
         return None
-    frames = {b.binding: run.ctx.tables.get(b.table) for b in branch.bases}
+    frames = {b.binding: ctx.tables.get(b.table) for b in branch.bases}
 
     def schema_of(table: exp.Table) -> StructType | None:
         binding = table.this.name
@@ -164,7 +196,7 @@ def _plain_types(run: Loop, cte: CTEPlan, branch: Branch, refs: dict[str, Struct
         frame = frames.get(binding)
         return None if frame is None else frame.schema
 
-    return plain_types(branch.select, schema_of, lambda: _case_sensitive(run.ctx.spark))
+    return plain_types(branch.select, schema_of, lambda: _case_sensitive(ctx.spark))
 
 
 def _case_sensitive(spark: SparkSession) -> bool:
@@ -178,7 +210,7 @@ def _check_ranked_types(cte: CTEPlan, schema: StructType, sql: str) -> None:
         if column.agg not in {"min", "max"} and column.of is None:
             continue
         dtype = schema[column.name].dataType
-        if not _orderable(dtype):
+        if not orderable(dtype):
             role = "a payload column" if column.of is not None else f"a {column.agg}() column"
             raise RecSQLAnalysisError(
                 f"Column `{column.name}` of CTE `{cte.name}` is {role} of type "
@@ -200,7 +232,7 @@ def _check_compared_types(cte: CTEPlan, types: list[DataType] | None, sql: str) 
     index = {name.lower(): i for i, name in enumerate(cte.columns)}
     for column in cte.compared:
         dtype = types[index[column.name.lower()]]
-        if _orderable(dtype):
+        if orderable(dtype):
             continue
         operator, purpose = (("an ordering", "order the rows by it (ORDER BY the sequence column)")
                              if column.clause == "SEARCH" else
@@ -211,16 +243,6 @@ def _check_compared_types(cte: CTEPlan, types: list[DataType] | None, sql: str) 
             f"{purpose}; {column.clause} by columns of other types, or by `to_json({column.name})` "
             "computed as a column of the CTE",
             condition="RECSQL_SEARCH_CYCLE", sql=sql, **column.location)
-
-
-def _orderable(dtype: DataType) -> bool:
-    if isinstance(dtype, (MapType, VariantType)):
-        return False
-    if isinstance(dtype, ArrayType):
-        return _orderable(dtype.elementType)
-    if isinstance(dtype, StructType):
-        return all(_orderable(f.dataType) for f in dtype.fields)
-    return True
 
 
 def _branch_types(cte: CTEPlan, branch: Branch, df: DataFrame, sql: str) -> list[DataType]:
@@ -242,16 +264,13 @@ def check_width(cte: CTEPlan, branch: Branch, width: int, sql: str) -> None:
         )
 
 
-def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType],
+def _widen(spark, known: list[DataType] | None, new: list[DataType],
            cte: CTEPlan, branch: Branch, sql: str) -> list[DataType]:
     """Spark's own UNION type widening (rule 3 of docs/dialect.md section 3)."""
-    if known is None or known == new:
+    if known is None:
         return new
-    a = empty(spark, _struct(known))
-    b = empty(spark, _struct(new))
-    try:
-        return [f.dataType for f in a.union(b).schema.fields]
-    except AnalysisException:
+    found = widened(spark, known, new)
+    if found is None:
         pairs = [
             f"{c.name}: {k.simpleString()} vs {n.simpleString()}"
             for c, k, n in zip(cte.head, known, new) if k != n
@@ -261,11 +280,8 @@ def _widen(spark: SparkSession, known: list[DataType] | None, new: list[DataType
             f"other branches ({'; '.join(pairs)}); cast them to a common type",
             condition="RECSQL_HEAD_BRANCH_TYPE_MISMATCH",
             **locate(branch.select, sql),
-        ) from None
-
-
-def _struct(types: list[DataType]) -> StructType:
-    return StructType([StructField(f"c{i}", t, True) for i, t in enumerate(types)])
+        )
+    return found
 
 
 def _schema(group: GroupStep, key: str, types: list[DataType]) -> StructType:
@@ -283,15 +299,10 @@ def _final_schema(cte: CTEPlan, types: list[DataType] | None) -> StructType:
     fields = []
     for column, dtype in zip(cte.head, types):
         if column.agg in {"sum", "count"}:
-            dtype = _sum_type(dtype)
+            dtype = sum_type(dtype)
         fields.append(StructField(column.name, dtype, True))
     return StructType(fields)
 
 
-def _sum_type(dtype: DataType) -> DataType:
-    """Spark's sum() result types: integral -> BIGINT, decimal(p, s) -> decimal(38, s)."""
-    if isinstance(dtype, INTEGRAL):
-        return LongType()
-    if isinstance(dtype, DecimalType):
-        return DecimalType(38, dtype.scale)
-    return dtype
+__all__ = ["AnalysedPlan", "analyse", "answer_type", "bind_unevaluated", "check_width", "infer_schemas", "type_sql",
+           "with_contributor"]

@@ -1,0 +1,134 @@
+"""Spark's type rules as recsql models them, in one place: which types a comparison may mix (the
+families), what sum() returns, which types Spark can order, a type spelled as Spark SQL, and a
+UNION's widening (Spark's own, asked of Spark). The analysis stage (`analysis.py`), the plain
+branch typing (`plain_types.py`), what the driver endgame may evaluate (`driver_sql.py`) and the
+endgame's DuckDB translation (`endgame/translate.py`) read them here."""
+
+from __future__ import annotations
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    VariantType,
+)
+from sqlglot import exp
+
+from recsql.executor.state import empty  # the session's cached empty relations
+
+INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
+NUMBERS = (*INTEGRAL, FloatType, DoubleType, DecimalType)
+# the integral types as sqlglot names them (a DuckDB head type, `endgame/translate.py`)
+INTEGRAL_SQL = (exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+                exp.DataType.Type.BIGINT)
+
+# The families a comparison keeps apart (a number never equals a string without a cast whose
+# rules differ between engines), by the type names DuckDB reports for an operand
+_FAMILIES = {
+    "TINYINT": "number", "SMALLINT": "number", "INTEGER": "number", "BIGINT": "number",
+    "FLOAT": "number", "DOUBLE": "number", "VARCHAR": "string", "BOOLEAN": "boolean",
+    "DATE": "date", "NULL": "null", '"NULL"': "null",
+}
+
+
+def family(dtype: DataType) -> str | None:
+    """The comparison family of a Spark type: number, string (UTF8_BINARY only: no collation to
+    clash), boolean or date; None for any other type."""
+    if isinstance(dtype, NUMBERS):
+        return "number"
+    if type(dtype) is StringType and dtype == StringType():
+        return "string"
+    if isinstance(dtype, BooleanType):
+        return "boolean"
+    if isinstance(dtype, DateType):
+        return "date"
+    return None
+
+
+def family_of_name(name: str) -> str | None:
+    """The comparison family of a type as DuckDB names it (upper case), or None."""
+    return "number" if name.startswith("DECIMAL(") else _FAMILIES.get(name)
+
+
+def sum_type(dtype: DataType) -> DataType:
+    """Spark's sum() result types: integral -> BIGINT, decimal(p, s) -> decimal(38, s)."""
+    if isinstance(dtype, INTEGRAL):
+        return LongType()
+    if isinstance(dtype, DecimalType):
+        return DecimalType(38, dtype.scale)
+    return dtype
+
+
+def orderable(dtype: DataType) -> bool:
+    """Whether Spark can order (and so compare) values of `dtype`: not a map or a variant, nor a
+    struct or array holding one."""
+    if isinstance(dtype, (MapType, VariantType)):
+        return False
+    if isinstance(dtype, ArrayType):
+        return orderable(dtype.elementType)
+    if isinstance(dtype, StructType):
+        return all(orderable(f.dataType) for f in dtype.fields)
+    return True
+
+
+def castable(dtype: DataType) -> bool:
+    """Whether `CAST(NULL AS t)` has exactly the type `dtype`: a cast's arrays, maps and structs
+    hold nulls (`ARRAY<STRING>` is `containsNull=true`), so a type that says its elements cannot be
+    null (Spark's `array(...)` of non-null values) cannot be spelled."""
+    if isinstance(dtype, ArrayType):
+        return dtype.containsNull and castable(dtype.elementType)
+    if isinstance(dtype, MapType):
+        return dtype.valueContainsNull and castable(dtype.keyType) and castable(dtype.valueType)
+    if isinstance(dtype, StructType):
+        return all(f.nullable and castable(f.dataType) for f in dtype.fields)
+    return True
+
+
+def quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql("spark")
+
+
+def type_sql(dtype: DataType) -> str:
+    """`dtype` as Spark SQL, struct field names back-quoted: `simpleString` leaves them bare, and
+    a SEARCH column's `*DEPTH*` field (PostgreSQL's name) then does not parse."""
+    if isinstance(dtype, StructType):
+        fields = [f"{quoted(f.name)}: {type_sql(f.dataType)}" for f in dtype.fields]
+        return f"STRUCT<{', '.join(fields)}>"
+    if isinstance(dtype, ArrayType):
+        return f"ARRAY<{type_sql(dtype.elementType)}>"
+    if isinstance(dtype, MapType):
+        return f"MAP<{type_sql(dtype.keyType)}, {type_sql(dtype.valueType)}>"
+    return dtype.simpleString()
+
+
+def widened(spark: SparkSession, known: list[DataType], new: list[DataType]) -> list[DataType] | None:
+    """Spark's own UNION type widening of two rows of types (rule 3 of docs/dialect.md section
+    3), asked of Spark's analysis (no job); None when Spark finds no common types."""
+    if known == new:
+        return new
+    try:
+        return [f.dataType for f in empty(spark, struct(known)).union(empty(spark, struct(new))).schema.fields]
+    except AnalysisException:
+        return None
+
+
+def struct(types: list[DataType]) -> StructType:
+    return StructType([StructField(f"c{i}", t, True) for i, t in enumerate(types)])
+
+
+__all__ = ["INTEGRAL", "INTEGRAL_SQL", "NUMBERS", "castable", "family", "family_of_name", "orderable",
+           "quoted", "struct", "sum_type", "type_sql", "widened"]
