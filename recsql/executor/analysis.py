@@ -46,8 +46,11 @@ def analyse(ctx: Context, plan: QueryPlan) -> AnalysedPlan:
     """Type `plan`'s groups in order, each over the types of the steps before it: a plain CTE
     as Spark analyses it, a recursive group's CTEs as empty relations of their head types."""
     schemas: dict[str, StructType] = {}
+    # the plain CTEs after the last recursive group type nothing here (each would cost a Spark
+    # analysis; the final query reads them)
+    last = max((i for i, step in enumerate(plan.steps) if isinstance(step, GroupStep)), default=-1)
     with quiet_pyspark_error_logs():
-        for step in plan.steps:
+        for step in plan.steps[:last + 1]:
             if isinstance(step, GroupStep):
                 schemas.update(infer_schemas(ctx, step))
             bind_unevaluated(ctx, step, schemas)
