@@ -101,10 +101,10 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "lookup.enabled": ("lookup_enabled", True, _bool,
                        "a delta of at most 32 rows reads only the base rows it joins (its keys, "
                        "observed by the action that made it, pick the cached batches of the base)"),
-    "index.enabled": ("index_enabled", False, _bool,
-                      "a delta holding at most a quarter of a base table's join keys reads only "
-                      "the base rows it joins, through an index of the base copy grouped by key "
-                      "(built once, kept with the copy)"),
+    "index.enabled": ("index_enabled", True, _bool,
+                      "the partitioned base copy is kept grouped by its join key, and a delta "
+                      "joined with it on that key reads only the rows it joins (the join, then "
+                      "the lists unnested)"),
     "joinStrategy": ("join_strategy", "auto", _join_strategy,
                      "auto (vote of the partitions) or force broadcast-delta, broadcast-base, shuffle"),
     "endgame.enabled": ("endgame_enabled", True, _bool,
@@ -169,7 +169,7 @@ class Settings:
     broadcast_rows: int = 50000
     partitions: int = 0
     lookup_enabled: bool = True
-    index_enabled: bool = False
+    index_enabled: bool = True
     join_strategy: str = "auto"
     endgame_enabled: bool = True
     endgame_driver_memory: int = 0  # bytes; 0: auto

@@ -72,9 +72,10 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
     plan = table_df(ctx, table).repartition(ctx.partitions, *columns)
     if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
         return build(plan)
-    # the heavy-key watch observes a copy's top keys only when it is on
+    # the heavy-key watch observes a copy's top keys only when it is on; the index is the copy
+    # when it is on (index.py)
     slot = ("partitioned", _scope(ctx), *base_key(table, columns), ctx.partitions,
-            ctx.settings.skew_enabled)
+            ctx.settings.skew_enabled, ctx.settings.index_enabled)
     return _kept(ctx, slot, table, plan, build)
 
 

@@ -13,6 +13,7 @@ import time
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
+from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
 from recsql.executor import bases, endgame, index, joinside, lookup, recovery, rollover, skew
@@ -76,12 +77,17 @@ class GroupRun:
         key = (cte.key, id(branch))  # a CTE's doubling rule shares its linear branch's index
         if key not in self.texts:
             self.texts[key] = render(with_contributor(cte, branch), escape_braces=True)
-        # Spark seeds a recursive term's rand(seed), uuid(seed), ... afresh at every step (seed
-        # + steps before it); rendered per iteration, and only for branches that call one
-        shifted = seeds.shift_seeds(branch.select, self.building, self.ctx.args)
-        if branch.recursive and shifted is not branch.select:
-            return render(with_contributor(cte, branch, shifted), escape_braces=True)
+        if branch.recursive and seeds.is_seeded(branch.select):
+            return render(self.query(cte, branch), escape_braces=True)
         return self.texts[key]
+
+    def query(self, cte: CTEPlan, branch: Branch) -> exp.Expr:
+        """The branch as this iteration runs it: with a sum/count's contributor, and its seeds
+        shifted (Spark seeds a recursive term's rand(seed), uuid(seed), ... afresh at every
+        step: seed + steps before it)."""
+        shifted = seeds.shift_seeds(branch.select, self.building, self.ctx.args) if branch.recursive \
+            else branch.select
+        return with_contributor(cte, branch, shifted)
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
                   broadcast_bases: bool = False, bases: dict[str, DataFrame] | None = None) -> DataFrame:
@@ -112,12 +118,18 @@ class GroupRun:
         (cached rather than checkpointed: see `bases.py`)."""
         sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}") for k in range(self.ctx.partitions)]
         keys = skew.base_metrics(plan.schema, tuple(columns), self.ctx.settings)
-        # sorted by the join columns, so that the cache's per-batch key ranges let a tiny delta
-        # skip most of the copy (lookup.py)
-        cached = plan.sortWithinPartitions(*columns).persist()
+        stored = index.build(plan, columns) if self.ctx.settings.index_enabled else None
+        if stored is not None:
+            # the adjacency index is the copy: its rows are the index unnested (index.py)
+            stored = stored.persist()
+            cached = index.unnested(stored, columns, plan.columns)
+        else:
+            # sorted by the join columns, so that the cache's per-batch key ranges let a tiny
+            # delta skip most of the copy (lookup.py)
+            cached = plan.sortWithinPartitions(*columns).persist()
         with spark_job(cte, 0):
             counts = aggregate(with_partition(cached), [*sizes, *keys])
-        partitioned = PartitionedBase(cached)
+        partitioned = PartitionedBase(cached, index=stored)
         partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
         partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
         return partitioned
@@ -227,9 +239,10 @@ class GroupRun:
                         continue
                     strategies.add(strategy)
                     df = self.skew.branch_df(cte, branch, variant, refs, strategy)
+                    if df is None and strategy == "co-partitioned":
+                        df = self.index.branch_df(cte, branch, variant)
                     if df is None:
-                        restricted = (self.lookup.bases(cte, branch, variant)
-                                      or self.index.bases(cte, branch, variant))
+                        restricted = self.lookup.bases(cte, branch, variant)
                         df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE,
                                             restricted)
                     parts.append(self.shape(cte, branch, df))

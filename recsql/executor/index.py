@@ -1,47 +1,55 @@
-"""Adjacency index: a delta that holds a small share of the base's join keys reads only the base
-rows it joins, as GraphX's indexed edge partitions do, not only a delta of `lookup.MAX_KEYS`.
+"""Adjacency index: an iteration reads only the base rows its delta joins, as GraphX's indexed
+edge partitions do, whatever the delta's size.
 
 The index is the partitioned base copy grouped by its join columns, one row per key with the
-key's other columns in a list (`ROWS`), cached in Spark beside the copy and kept with it across
-statements (`PartitionedBase.index`). An iteration whose delta holds at most `SHARE` of the
-index's keys binds the branch's base to the index semi-joined with the delta's join keys and
-unnested: every base row whose key the delta holds, and no other. The branch's own join then
-runs as written. Both joins are co-partitioned (the index keeps the copy's partitioning by its
-join columns, which the unnested rows keep too), so nothing is shuffled.
+key's other columns in a list (`ROWS`), sorted by key within its partitions. It is the copy
+(`fixpoint.GroupRun.materialize_base`, `PartitionedBase.index`): every other strategy (the key
+lookup, skew, broadcast, roll-over) reads it unnested (`unnested`), so a cold statement groups
+the repartitioned table where it sorted it, and the copy is not stored twice. A branch that
+joins its delta with one base table on the base's partition key, and reads nothing else, runs in
+its direct form: the delta joined with the index (one row per delta row and key, not per base
+row), the lists unnested, and the branch's SELECT and WHERE evaluated over that one relation
+(`direct_select`). The join is co-partitioned (the index keeps the copy's partitioning by its
+join columns), so nothing but the candidates is shuffled.
 
-Measured on the join side of one iteration (join, partial aggregate, shuffle write; Spark's task
-CPU time, medians of 3 runs, RMAT 2^18, 3.9M edges, local[2]): a delta of 127 keys (0.1% of
-the vertices) 0.37 -> 0.14 s, of 14,838 (10%) 0.66 -> 0.41 s, of 119,073 (80%) 1.64 -> 1.88 s:
-above about half the keys the second join costs more than the scan saves, hence `SHARE`.
+Measured over a later statement at RMAT 2^18 (local[2], Spark's task CPU time of the join side,
+benchmarks/FINDINGS.md): SSSP 6.31 -> 4.03 s, CC 9.19 -> 6.24 s against scanning a flat copy,
+lower at every iteration, from deltas of 29 keys to the hub vertices joining 1.75M of 3.9M
+edges. An earlier form, the index semi-joined with the delta, unnested, then joined again as the
+branch is written, lost on that hub-heavy delta and above a quarter of the keys; it is gone.
 
-Only an inner equi-join whose key compares as a literal would (lookup's conditions: the same
-types on both sides) may be bound so; a semi-join keeps NULL keys out as the equi-join does.
+Only an inner equi-join whose key compares as the join compares it (the same types on both
+sides) may be run so; the inner join keeps NULL keys out as the branch's equi-join does.
 """
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from sqlglot import exp
 
 from recsql.executor.action import aggregate, spark_job
 from recsql.executor.lookup import field_named
 from recsql.executor.loop import Loop, PartitionedBase
+from recsql.executor.spark_sql import render, run_sql
 from recsql.executor.state import RelationState
-from recsql.planner.model import DELTA, Branch, CTEPlan
+from recsql.planner import seeds
+from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref, RefJoin
 
 ROWS = "__rq_rows"
-SHARE = 0.25  # a delta of at most this share of the index's keys reads the index
+JOINED = "__rq_direct"  # the binding of the direct form's one relation
+Direct = tuple[str, tuple[str, str]]  # the direct form's text; the delta's and the base's names in it
 
 
 class Index:
-    """Binds a branch's base tables to the rows the rule's delta joins (see the module); rides on
-    the action (a `loop.Rider`) only to report which iterations read the index."""
+    """Runs a branch in its direct form over the adjacency index (see the module); rides on the
+    action (a `loop.Rider`) only to report which iterations read the index."""
 
     def __init__(self, run: Loop) -> None:
         self.run = run
         self.used: set[str] = set()  # the CTEs whose candidates of this iteration read an index
+        # (cte, id(branch)) -> the direct form's SQL text, or None where the branch has none
+        self.texts: dict[tuple[str, int], Direct | None] = {}
 
     def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
         return candidates
@@ -57,42 +65,151 @@ class Index:
         self.used.discard(cte.key)
         return {"index": used}
 
-    def bases(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]) -> dict[str, DataFrame] | None:
-        """The branch's base tables restricted to the keys of the rule's (first) delta, by
-        binding, when the index is on and the delta is small enough; None otherwise."""
-        if not self.run.ctx.settings.index_enabled or not branch.splittable or DELTA not in variant:
+    def branch_df(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]) -> DataFrame | None:
+        """The branch's output for this delta rule in its direct form, or None where it has
+        none (the index off, a join that is not a plain co-partitioned equi-join of the delta
+        with one base table on the same types, or a branch that reads anything else)."""
+        if not self.run.ctx.settings.index_enabled or not branch.copartitioned or DELTA not in variant:
             return None
         ref = branch.refs[variant.index(DELTA)]
+        found = _joined_base(branch, ref)
+        if found is None:
+            return None
+        base, join = found
         state = self.run.states[ref.cte]
-        found = {}
-        for base in branch.bases:
-            join = base.join_of(ref.binding)
-            if join is None:
-                continue
-            self.run.base(cte, base.table, base.columns)  # made (or found kept) if not yet
-            copy = self.run.ctx.bases[base.key]
-            if not all(field_named(state.schema, r).dataType == field_named(copy.df.schema, b).dataType
-                       for r, b in zip(join.columns, base.columns)):
-                continue  # the join casts one side: equality on the key is not the join's
-            index, keys = self.index(cte, copy, base.columns)
-            if state.delta_rows > SHARE * keys:
-                continue
-            delta = state.delta.select(*[F.col(r).alias(b) for r, b in zip(join.columns, base.columns)])
-            on = [index[b] == delta[b] for b in base.columns]
-            hit = index.join(delta.hint("shuffle_hash"), reduce(lambda a, b: a & b, on), "left_semi")
-            rows = hit.select(*base.columns, F.inline(ROWS))
-            found[base.binding] = rows.select(*copy.df.columns)
-        if found:
-            self.used.add(cte.key)
-        return found or None
+        self.run.base(cte, base.table, base.columns)  # made (or found kept) if not yet
+        copy = self.run.ctx.bases[base.key]
+        if len(copy.df.columns) == len(base.columns):
+            return None  # nothing but the key: no list to unnest
+        if not all(field_named(state.schema, r).dataType == field_named(copy.df.schema, b).dataType
+                   for r, b in zip(join.columns, base.columns)):
+            return None  # the join casts one side: equality on the key is not the join's
+        direct = self.direct(cte, branch, ref, base)
+        if direct is None:
+            return None
+        text, aliases = direct
+        joined = self.joined(cte, state, copy, base, join.columns, aliases)
+        self.used.add(cte.key)
+        return run_sql(self.run.ctx.spark, text, {JOINED: joined}, self.run.ctx.args, self.run.ctx.sql,
+                       branch.select)
 
-    def index(self, cte: CTEPlan, copy: PartitionedBase, columns: tuple[str, ...]) -> tuple[DataFrame, int]:
-        """The copy's index and its number of keys, built (one job) the first time it is asked for."""
+    def direct(self, cte: CTEPlan, branch: Branch, ref: Ref, base: BaseRelation) -> Direct | None:
+        """The branch as run (contributor, shifted seeds: `GroupRun.query`) in its direct form,
+        rendered once unless its seeds shift each iteration."""
+        key = (cte.key, id(branch))
+        seeded = seeds.is_seeded(branch.select)
+        if seeded or key not in self.texts:
+            found = direct_select(self.run.query(cte, branch), ref.binding, base.binding, JOINED)
+            direct = None if found is None else (render(found[0], escape_braces=True), found[1])
+            if seeded:
+                return direct
+            self.texts[key] = direct
+        return self.texts[key]
+
+    def joined(self, cte: CTEPlan, state: RelationState, copy: PartitionedBase, base: BaseRelation,
+               columns: tuple[str, ...], aliases: tuple[str, str]) -> DataFrame:
+        """The delta joined with the index and unnested: one row per delta row and base row it
+        joins, the delta's columns in a struct named as the branch names the delta, the base's
+        in one named as it names the base table (`aliases`)."""
+        index = self.index(cte, copy, base.columns)
+        names = [f"__rq_d{i}" for i in range(len(state.columns))]
+        delta = state.delta.toDF(*names)
+        by_name = {c.lower(): n for c, n in zip(state.columns, names)}
+        on = [delta[by_name[r.lower()]] == index[b] for r, b in zip(columns, base.columns)]
+        pairs = delta.hint("shuffle_hash").join(index, on).select(*names, *base.columns, F.inline(ROWS))
+        return pairs.select(
+            F.struct(*[F.col(n).alias(c) for n, c in zip(names, state.columns)]).alias(aliases[0]),
+            F.struct(*copy.df.columns).alias(aliases[1]),
+        )
+
+    def index(self, cte: CTEPlan, copy: PartitionedBase, columns: tuple[str, ...]) -> DataFrame:
+        """The copy's index; built (one job) from the copy the first time it is asked for where
+        the copy was made with the index off and kept."""
         if copy.index is None:
-            others = [c for c in copy.df.columns if c not in columns]
-            grouped = copy.df.groupBy(*columns).agg(F.collect_list(F.struct(*others)).alias(ROWS))
-            index = grouped.persist()
+            index = build(copy.df, columns)
+            if index is None:  # never: `branch_df` reads an index only where the copy has more columns
+                raise AssertionError("an index of a base table with no column besides its key")
+            index = index.persist()
             with spark_job(cte, self.run.building):
-                copy.index_keys = aggregate(index, [F.count(F.lit(1)).alias("keys")])["keys"]
+                aggregate(index, [F.count(F.lit(1)).alias("keys")])
             copy.index = index
-        return copy.index, copy.index_keys or 0
+        return copy.index
+
+
+def build(rows: DataFrame, columns: tuple[str, ...]) -> DataFrame | None:
+    """`rows` (hash-partitioned by `columns`) grouped by `columns`, the other columns of each
+    key's rows in a list (`ROWS`), sorted by `columns` within each partition so that a filter on
+    them skips cached batches (lookup.py); None where `rows` has no other column. The grouping
+    needs no exchange: `rows` is placed by `columns` already, and the index stays so placed."""
+    others = [c for c in rows.columns if c not in columns]
+    if not others:
+        return None
+    grouped = rows.groupBy(*columns).agg(F.collect_list(F.struct(*others)).alias(ROWS))
+    return grouped.sortWithinPartitions(*columns)
+
+
+def unnested(index: DataFrame, columns: tuple[str, ...], names: list[str]) -> DataFrame:
+    """The rows `index` was built from, in their columns' order `names`, placed as the index is
+    (unnesting keeps a partition's rows in it): the base copy every other strategy reads."""
+    return index.select(*columns, F.inline(ROWS)).select(*names)
+
+
+def _joined_base(branch: Branch, ref: Ref) -> tuple[BaseRelation, RefJoin] | None:
+    """The one base table of `branch`, with its join with the delta `ref`, if it has one."""
+    if len(branch.bases) != 1:
+        return None
+    base = branch.bases[0]
+    join = base.join_of(ref.binding)
+    return None if join is None else (base, join)
+
+
+def direct_select(select: exp.Expr, ref: str, base: str, joined: str) -> tuple[exp.Select, tuple[str, str]] | None:
+    """`select`, which reads the bindings `ref` and `base` and nothing else, rewritten to read
+    the one relation bound to `joined`, whose two struct columns are named as `select` names the
+    two relations (returned too, ref's first): `path.Cost` then reads the field `Cost` of the
+    column `path` (Spark resolves a name that qualifies no relation as a struct's field). The
+    join's conditions stay, in WHERE: true on every joined row, and cheap. None where `select`
+    is not so simple: another relation, a subquery, a USING or outer join, an unqualified or
+    star column.
+
+    >>> from sqlglot import parse_one
+    >>> q = parse_one("SELECT e.b, p.c + e.w FROM {r} AS p JOIN {t} AS e ON p.a = e.a WHERE e.w > 0", read="rasql")
+    >>> q = q.transform(lambda n: exp.Placeholder(this=n.this, widget=True) if isinstance(n, exp.Placeholder) else n)
+    >>> found = direct_select(q, "r", "t", "j")
+    >>> found[0].sql("rasql"), found[1]
+    ('SELECT e.b, p.c + e.w FROM {j} WHERE e.w > 0 AND p.a = e.a', ('p', 'e'))
+    """
+    if not isinstance(select, exp.Select) or any(
+            select.args.get(k) for k in ("distinct", "group", "having", "qualify", "windows", "order",
+                                         "limit", "offset", "laterals", "pivots", "with_")):
+        return None
+    from_ = select.args.get("from_")
+    joins = select.args.get("joins") or []
+    if from_ is None:
+        return None
+    tables = [from_.this, *[j.this for j in joins]]
+    if len(tables) != 2 or not all(isinstance(t, exp.Table) and isinstance(t.this, exp.Placeholder)
+                                   for t in tables):
+        return None
+    names = {t.this.name: t.alias_or_name for t in tables}
+    if set(names) != {ref, base}:
+        return None
+    aliases = (names[ref], names[base])
+    if any(j.side or (j.kind or "INNER").upper() not in {"INNER", "CROSS"} or j.args.get("using")
+           for j in joins):
+        return None
+    if select.find(exp.Star, exp.Subquery, exp.Exists, exp.Lateral) or any(
+            isinstance(n, exp.Query) for n in select.find_all(exp.Query) if n is not select):
+        return None
+    known = {a.lower() for a in aliases}
+    if any(not c.table or c.args.get("db") or c.table.lower() not in known for c in select.find_all(exp.Column)):
+        return None
+    rewritten = select.copy()
+    conditions = [j.args["on"] for j in rewritten.args.get("joins") or [] if j.args.get("on")]
+    rewritten.set("joins", None)
+    rewritten.set("from_", exp.From(this=exp.Table(
+        this=exp.Placeholder(this=exp.to_identifier(joined), widget=True))))
+    where = rewritten.args.get("where")
+    parts = [*([where.this] if where else []), *conditions]
+    rewritten.set("where", exp.Where(this=exp.and_(*parts)) if parts else None)
+    return rewritten, aliases

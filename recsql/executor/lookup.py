@@ -12,6 +12,9 @@ loop, per-iteration medians of 4 interleaved runs: CC at RMAT 2^20, the two iter
 where it saves little, whole runs measured 0.95x (CC) and 0.99x-1.07x (SSSP, within the noise
 of 7- and 9-run medians), so one rule serves both sizes.
 
+With the adjacency index on (the default), a branch it runs in its direct form reads the index
+instead, at every delta size (index.py); the lookup serves the branches it does not run.
+
 Only an inner equi-join may be filtered so (a base row with another key joins no delta row), and
 only where a key compares as a literal the way the join compares it: the same type on both
 sides, with no cast, collation or floating-point rounding between them.

@@ -26,8 +26,9 @@ class PartitionedBase:
     df: DataFrame
     partition_rows: list[int] | None = None  # counted by the job that fills the cache
     top_keys: dict[tuple, int] = field(default_factory=dict)  # its most frequent join keys (skew on)
-    index: DataFrame | None = None  # grouped by its join columns, built when first read (index.py)
-    index_keys: int | None = None  # the index's rows: the copy's distinct join keys
+    # grouped by its join columns (index.py): then `df` is this index unnested, or built from
+    # `df` when first read where the copy was made with the index off
+    index: DataFrame | None = None
 
     @property
     def rows(self) -> int | None:
@@ -73,6 +74,8 @@ class Loop(Protocol):
                   bases: dict[str, DataFrame] | None = None) -> DataFrame: ...
 
     def text(self, cte: CTEPlan, branch: Branch) -> str: ...
+
+    def query(self, cte: CTEPlan, branch: Branch) -> Any: ...
 
     def base(self, cte: CTEPlan, table: TableName, columns: tuple[str, ...]) -> DataFrame: ...
 

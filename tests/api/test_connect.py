@@ -32,12 +32,15 @@ def connect(connect_server):
 EDGES = [(1, 2, 4), (2, 3, 1), (1, 3, 7), (3, 4, 2), (4, 1, 1), (4, 5, 3)]
 
 
-# the default path, and the Spark loop, where a tiny delta's keys come from the observation
-# that Connect does not report for a checkpoint (recomputed: action.checkpoint_merge)
-LOOKUP = {"spark.recsql.endgame.enabled": "false"}
+# the default path; the Spark loop, where every iteration reads the adjacency index (its direct
+# form rewrites the branch's SQL, index.py); and the Spark loop with the index off, where a tiny
+# delta's keys come from the observation that Connect does not report for a checkpoint
+# (recomputed: action.checkpoint_merge)
+SPARK_LOOP = {"spark.recsql.endgame.enabled": "false"}
+SCAN = {**SPARK_LOOP, "spark.recsql.index.enabled": "false"}
 
 
-@pytest.mark.parametrize("conf", [{}, LOOKUP], ids=["default", "spark-loop-lookup"])
+@pytest.mark.parametrize("conf", [{}, SPARK_LOOP, SCAN], ids=["default", "spark-loop-index", "spark-loop-lookup"])
 def test_sssp_over_connect_matches_dijkstra(connect, conf):
     connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").createOrReplaceTempView("edge")
     result = recsql.run(
@@ -50,10 +53,11 @@ def test_sssp_over_connect_matches_dijkstra(connect, conf):
     expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
     assert sorted(tuple(r) for r in result.df.collect()) == expected
     assert result.stats[-1].delta_rows == 0
-    assert any(s.lookup for s in result.stats) == (conf == LOOKUP)
+    assert any(s.index for s in result.stats) == (conf == SPARK_LOOP)
+    assert any(s.lookup for s in result.stats) == (conf == SCAN)
 
 
-@pytest.mark.parametrize("conf", [{}, LOOKUP], ids=["default", "spark-loop"])
+@pytest.mark.parametrize("conf", [{}, SPARK_LOOP], ids=["default", "spark-loop"])
 def test_sssp_predecessors_over_connect(connect, conf):
     """Payload columns: the Spark loop's merge over a struct, through Connect."""
     from oracles import dijkstra_predecessors
@@ -68,7 +72,7 @@ def test_sssp_predecessors_over_connect(connect, conf):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
-@pytest.mark.parametrize("conf", [{}, LOOKUP], ids=["default", "spark-loop"])
+@pytest.mark.parametrize("conf", [{}, SPARK_LOOP], ids=["default", "spark-loop"])
 def test_qualified_table_over_connect(connect, conf):
     """A schema-qualified table (dbt's `{{ ref() }}`) in a recursive branch, and a missing one."""
     connect.sql("CREATE SCHEMA IF NOT EXISTS connect_names")

@@ -1,36 +1,22 @@
-"""Adjacency index (recsql/executor/index.py, `spark.recsql.index.enabled`): a delta holding a
-small share of the base's join keys reads only their rows. Answers are checked against
-plain-Python oracles; the statistics say which iterations read the index."""
+"""Adjacency index (recsql/executor/index.py, on by default): a branch that joins its delta with
+one base table on the key runs in its direct form, the delta joined with the base copy grouped by
+key, then unnested. Answers are checked against plain-Python oracles; the
+statistics say which iterations read the index. Its placement (no shuffle but the candidates')
+is tested in test_placement.py, its string and two-column keys in test_lookup.py."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
+from sqlglot import exp, parse_one
 
 import recsql
-from recsql.executor import index
+from recsql.executor.index import direct_select
 from tests import oracles
-from tests.executor.test_placement import CC, EDGES, SSSP, SYMMETRIC, _merge_shuffles
+from tests.executor.test_placement import CC, SSSP
 
 pytestmark = pytest.mark.usefixtures("spark_loop")
-
-ON = {"spark.recsql.index.enabled": "true", "spark.recsql.lookup.enabled": "false"}
-
-
-@pytest.fixture
-def index_on(spark):
-    """The index on (and the key lookup off, so the index serves the tiny deltas too) for the
-    duration of a test."""
-    before = {k: spark.conf.get(k, None) for k in ON}
-    for k, v in ON.items():
-        spark.conf.set(k, v)
-    yield
-    for k, v in before.items():
-        if v is None:
-            spark.conf.unset(k)
-        else:
-            spark.conf.set(k, v)
 
 
 def _graph(n: int = 400, m: int = 1600, seed: int = 11) -> list[tuple[int, int, int]]:
@@ -43,21 +29,16 @@ def _index_reads(result) -> list[int]:
     return [s.iteration for s in result.stats if s.index]
 
 
-@pytest.mark.usefixtures("index_on")
-def test_sssp_reads_the_index_for_small_deltas_only_and_gives_the_oracle_answer(spark, view):
+def test_sssp_reads_the_index_at_every_iteration_and_gives_the_oracle_answer(spark, view):
+    # the direct form wins at every delta size (benchmarks/FINDINGS.md): no size rule
     edges = _graph()
     view("edge", edges, "Src BIGINT, Dst BIGINT, Cost BIGINT")
     result = recsql.run(SSSP.replace("{t}", "edge").replace("SELECT 1, 0", "SELECT 0, 0"), spark=spark)
     assert sorted(tuple(r) for r in result.df.collect()) == sorted(oracles.dijkstra(edges, 0).items())
-    keys = len({s for s, _, _ in edges})
-    deltas_read = {s.iteration + 1: s.delta_rows for s in result.stats}
-    read = _index_reads(result)
-    assert read, "a small delta read the index"
-    assert all(deltas_read[i] <= index.SHARE * keys for i in read)
-    assert any(rows > index.SHARE * keys for i, rows in deltas_read.items() if i not in read)
+    recursive = [s.iteration for s in result.stats if s.iteration > 0 and s.join_strategy != "-"]
+    assert len(recursive) > 3 and _index_reads(result) == recursive
 
 
-@pytest.mark.usefixtures("index_on")
 def test_cc_with_the_index_gives_the_oracle_answer(spark, view):
     edges = _graph(300, 500, seed=5)
     both = sorted({(s, d, c) for s, d, c in edges} | {(d, s, c) for s, d, c in edges})
@@ -67,36 +48,47 @@ def test_cc_with_the_index_gives_the_oracle_answer(spark, view):
     assert _index_reads(result)
 
 
-@pytest.mark.usefixtures("index_on")
-def test_string_and_two_column_keys_with_nulls(spark, view):
-    # a NULL key part joins nothing, in the base and in the delta; the index groups by both parts
-    edges = [("eu", 1, "eu", 2), ("eu", 2, "us", 1), ("us", 1, "us", 2), ("us", 2, "eu", 1),
-             ("us", 2, None, 3), (None, 3, "eu", 9), ("eu", 2, "日本", 5), ("日本", 5, "eu", 1),
-             ("é", 1, "eu", 2)] + [("x", k, "y", k) for k in range(40)]
-    view("edge", edges, "Sr STRING, Si INT, Dr STRING, Di INT")
-    query = """WITH recursive reach (R, I) AS (SELECT 'eu', 1)
-      UNION (SELECT edge.Dr, edge.Di FROM reach, edge WHERE reach.R = edge.Sr AND reach.I = edge.Si)
-    SELECT R, I FROM reach"""
+def test_a_branch_with_unqualified_columns_scans_the_copy_and_gives_the_oracle_answer(spark, view):
+    # the direct form reads each side's columns by its name in the branch: none here
+    edges = _graph(200, 700, seed=3)
+    view("edge", edges, "Src BIGINT, Nb BIGINT, W BIGINT")
+    query = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 0, 0)
+      UNION (SELECT Nb, path.Cost + W FROM path, edge WHERE path.Dst = Src)
+    SELECT Dst, Cost FROM path"""
     result = recsql.run(query, spark=spark)
-    pairs = [((sr, si), (dr, di)) for sr, si, dr, di in edges if None not in (sr, si)]
-    assert {tuple(r) for r in result.df.collect()} == oracles.reachable(pairs, ("eu", 1)) | {("eu", 1)}
-    assert _index_reads(result)
+    assert sorted(tuple(r) for r in result.df.collect()) == sorted(oracles.dijkstra(edges, 0).items())
+    assert not _index_reads(result)
 
 
-@pytest.mark.usefixtures("index_on")
-@pytest.mark.parametrize("name", ["sssp", "cc"])
-def test_an_iteration_reading_the_index_shuffles_only_its_candidates(spark, monkeypatch, capsys, name):
-    # the index keeps the copy's partitioning, and its unnested rows keep it too
-    table = f"index_{name}"
-    edges = EDGES if name == "sssp" else SYMMETRIC
-    spark.createDataFrame(edges, "Src INT, Dst INT, Cost INT").createOrReplaceTempView(table)
-    try:
-        query = (SSSP if name == "sssp" else CC).replace("{t}", table)
-        answer, shuffles = _merge_shuffles(spark, monkeypatch, capsys, query)
-    finally:
-        spark.catalog.dropTempView(table)
-    if name == "sssp":
-        assert answer == sorted(oracles.dijkstra(EDGES, 1).items())
-    else:
-        assert answer == sorted(oracles.min_label_components([(s, d) for s, d, _ in SYMMETRIC]))
-    assert shuffles and all(n == 1 for n in shuffles), shuffles
+def test_the_index_off_scans_the_copy_and_gives_the_oracle_answer(spark, view):
+    edges = _graph()
+    view("edge", edges, "Src BIGINT, Dst BIGINT, Cost BIGINT")
+    query = SSSP.replace("{t}", "edge").replace("SELECT 1, 0", "SELECT 0, 0")
+    result = recsql.run(query, spark=spark, conf={"spark.recsql.index.enabled": "false"})
+    assert sorted(tuple(r) for r in result.df.collect()) == sorted(oracles.dijkstra(edges, 0).items())
+    assert not _index_reads(result)
+
+
+def _bound(sql: str) -> exp.Expr:
+    return parse_one(sql, read="rasql").transform(
+        lambda n: exp.Placeholder(this=n.this, widget=True) if isinstance(n, exp.Placeholder) else n)
+
+
+@pytest.mark.parametrize("sql, direct", [
+    ("SELECT e.b, p.c + e.w FROM {r} AS p, {t} AS e WHERE p.a = e.a",
+     "SELECT e.b, p.c + e.w FROM {j} WHERE p.a = e.a"),
+    ("SELECT e.b FROM {r} AS p JOIN {t} AS e ON p.a = e.a AND e.w > 1 WHERE p.c < 3 OR e.w = 0",
+     "SELECT e.b FROM {j} WHERE (p.c < 3 OR e.w = 0) AND (p.a = e.a AND e.w > 1)"),
+    ("SELECT b FROM {r} AS p, {t} AS e WHERE p.a = e.a", None),  # unqualified
+    ("SELECT e.* FROM {r} AS p, {t} AS e WHERE p.a = e.a", None),
+    ("SELECT e.b FROM {r} AS p, {t} AS e, {u} AS f WHERE p.a = e.a AND f.x = e.b", None),
+    ("SELECT e.b FROM {r} AS p LEFT JOIN {t} AS e ON p.a = e.a", None),
+    ("SELECT e.b FROM {r} AS p JOIN {t} AS e USING (a)", None),
+    ("SELECT e.b FROM {r} AS p, {t} AS e WHERE p.a = e.a AND e.b IN (SELECT 1)", None),
+    ("SELECT DISTINCT e.b FROM {r} AS p, {t} AS e WHERE p.a = e.a", None),
+])
+def test_the_direct_form_of_a_branch(sql, direct):
+    found = direct_select(_bound(sql), "r", "t", "j")
+    assert (None if found is None else found[0].sql("rasql")) == direct
+    if found is not None:
+        assert found[1] == ("p", "e")

@@ -11,8 +11,22 @@ import recsql
 from recsql.executor.lookup import MAX_KEYS
 from tests import oracles
 
-# The Spark loop (the `spark_loop` fixture); the lookup is on by default
-pytestmark = pytest.mark.usefixtures("spark_loop")
+# The Spark loop (the `spark_loop` fixture); the lookup is on by default, and serves a branch the
+# adjacency index (on by default, index.py) does not run: here, every branch (`index_off`)
+pytestmark = pytest.mark.usefixtures("spark_loop", "index_off")
+
+INDEX = "spark.recsql.index.enabled"
+
+
+@pytest.fixture
+def index_off(spark):
+    before = spark.conf.get(INDEX, None)
+    spark.conf.set(INDEX, "false")
+    yield
+    if before is None:
+        spark.conf.unset(INDEX)
+    else:
+        spark.conf.set(INDEX, before)
 
 SSSP = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
   UNION (SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src)
@@ -51,20 +65,23 @@ def test_tiny_deltas_are_looked_up_and_give_the_oracle_answer(spark, view):
     assert any(rows > MAX_KEYS for i, rows in deltas_read.items() if i not in looked and i in deltas_read)
 
 
-def test_string_and_two_column_keys_with_nulls(spark, view):
-    # vertices are (region, id) pairs; a NULL part joins nothing, in the base and in the delta
+@pytest.mark.parametrize("read_by", ["lookup", "index"])
+def test_string_and_two_column_keys_with_nulls(spark, view, read_by):
+    # vertices are (region, id) pairs; a NULL part joins nothing, in the base and in the delta;
+    # read by the key lookup, or (index on) by the adjacency index grouped by both parts
     edges = [("eu", 1, "eu", 2), ("eu", 2, "us", 1), ("us", 1, "us", 2), ("us", 2, "eu", 1),
              ("us", 2, None, 3), (None, 3, "eu", 9), ("eu", 2, "日本", 5), ("日本", 5, "eu", 1),
-             ("é", 1, "eu", 2)]
+             ("é", 1, "eu", 2)] + [("x", k, "y", k) for k in range(40)]
     view("edge", edges, "Sr STRING, Si INT, Dr STRING, Di INT")
     query = """WITH recursive reach (R, I) AS (SELECT 'eu', 1)
       UNION (SELECT edge.Dr, edge.Di FROM reach, edge WHERE reach.R = edge.Sr AND reach.I = edge.Si)
     SELECT R, I FROM reach"""
-    result = recsql.run(query, spark=spark)
+    result = recsql.run(query, spark=spark, conf={INDEX: str(read_by == "index").lower()})
     pairs = [((sr, si), (dr, di)) for sr, si, dr, di in edges if None not in (sr, si)]
     expected = oracles.reachable(pairs, ("eu", 1)) | {("eu", 1)}
     assert {tuple(r) for r in result.df.collect()} == expected
-    assert _looked_up(result)
+    read = {"lookup": _looked_up(result), "index": [s.iteration for s in result.stats if s.index]}
+    assert read[read_by] and not read[{"lookup": "index", "index": "lookup"}[read_by]]
 
 
 def test_keys_of_another_type_than_the_base_are_not_looked_up(spark, view):

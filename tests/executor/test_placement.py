@@ -31,9 +31,10 @@ CC = """WITH recursive cc (X, min() AS C) AS (SELECT Src, Src FROM {t})
 SELECT X, C FROM cc"""
 
 
-def _merge_shuffles(spark, monkeypatch, capsys, query: str) -> tuple[list[tuple], list[int]]:
+def _merge_shuffles(spark, monkeypatch, capsys, query: str, index: bool) -> tuple[list[tuple], list[int]]:
     """The answer, and per recursive iteration the shuffles its merge plans (those Spark adds to
-    meet a requirement, not the base copy's own `repartition`)."""
+    meet a requirement, not the base copy's own `repartition`), with the adjacency index on or
+    off: every recursive iteration must have read it, or none."""
     shuffles: list[int] = []
     materialize = fixpoint.GroupRun.materialize
 
@@ -46,18 +47,22 @@ def _merge_shuffles(spark, monkeypatch, capsys, query: str) -> tuple[list[tuple]
         return materialize(run, cte, merged, iteration)
 
     monkeypatch.setattr(fixpoint.GroupRun, "materialize", counting)
-    result = recsql.run(query, spark=spark)
+    result = recsql.run(query, spark=spark, conf={"spark.recsql.index.enabled": str(index).lower()})
+    assert all(s.index == index for s in result.stats if s.iteration)
     return sorted(tuple(r) for r in result.df.collect()), shuffles
 
 
+# the base copy scanned, or read through the adjacency index (the default: index.py), which
+# keeps the copy's placement, as its unnested rows do
+@pytest.mark.parametrize("index", [True, False], ids=["index", "scan"])
 @pytest.mark.parametrize("name", ["sssp", "cc"])
-def test_each_merge_shuffles_only_its_candidates(spark, monkeypatch, capsys, name):
+def test_each_merge_shuffles_only_its_candidates(spark, monkeypatch, capsys, name, index):
     table = f"placement_{name}"
     edges = EDGES if name == "sssp" else SYMMETRIC
     spark.createDataFrame(edges, "Src INT, Dst INT, Cost INT").createOrReplaceTempView(table)
     try:
         query = (SSSP if name == "sssp" else CC).replace("{t}", table)
-        answer, shuffles = _merge_shuffles(spark, monkeypatch, capsys, query)
+        answer, shuffles = _merge_shuffles(spark, monkeypatch, capsys, query, index)
     finally:
         spark.catalog.dropTempView(table)
     if name == "sssp":
