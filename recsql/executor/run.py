@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from recsql.executor import analysis, bases
+from recsql.executor import analysis, bases, index
 from recsql.executor.action import aggregate
 from recsql.executor.analysis import AnalysedPlan
 from recsql.executor.fixpoint import GroupRun
@@ -221,8 +221,7 @@ def _iteration_plan(group: GroupRun, mode: str) -> str:
         for branch in [*cte.recursive_branches, *([cte.doubling] if cte.doubling else [])]:
             for base in branch.bases:
                 if base.key not in ctx.bases:
-                    copy = bases.table_df(ctx, base.table).repartition(ctx.partitions, *base.columns)
-                    ctx.bases[base.key] = PartitionedBase(copy.sortWithinPartitions(*base.columns))
+                    ctx.bases[base.key] = _stand_in_base(ctx, base.table, base.columns)
     for cte in group.group.ctes:
         df, _ = group.recursive_candidates(1)[cte.key]
         if df is None:
@@ -233,6 +232,17 @@ def _iteration_plan(group: GroupRun, mode: str) -> str:
             merged.explain(mode=_SPARK_EXPLAIN_MODES.get(mode, "simple"))
         return out.getvalue().rstrip()
     return "(no recursive branch reads a delta)"
+
+
+def _stand_in_base(ctx: Context, table: TableName, columns: tuple[str, ...]) -> PartitionedBase:
+    """The copy of a base table the base step would cache (`GroupRun.materialize_base`), as a
+    plan only: repartitioned by its join columns, and grouped into its adjacency index where
+    that is on (nothing is cached or counted, so no job runs)."""
+    copy = bases.table_df(ctx, table).repartition(ctx.partitions, *columns)
+    grouped = index.build(copy, columns) if ctx.settings.index_enabled else None
+    if grouped is None:
+        return PartitionedBase(copy.sortWithinPartitions(*columns))
+    return PartitionedBase(index.unnested(grouped, columns, copy.columns), index=grouped)
 
 
 def _stand_in(spark: SparkSession, schema: StructType) -> DataFrame:
