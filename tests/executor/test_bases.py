@@ -180,3 +180,22 @@ def test_a_statement_with_keeping_off_leaves_a_kept_copy_cached(spark, tmp_path,
     assert sssp(spark, name, caplog, loop, **{"spark.recsql.base.keep": "0"}) == (oracle(EDGES), False)
     assert _cached_copy(spark, name)
     assert sssp(spark, name, caplog, loop) == (oracle(EDGES), True)
+
+
+def test_what_a_plan_reads_is_told_by_its_leaves(spark, tmp_path):
+    # a file scan, rows the plan holds, a cache anywhere, an RDD (which can read anything)
+    from recsql.executor.bases import CACHE, FILES, OTHER, plan_reads
+
+    path = str(tmp_path / unique_name("leaves"))
+    spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").write.parquet(path)
+    files = spark.read.parquet(path)
+    held = spark.range(3).selectExpr("id AS Src", "id AS Dst", "id AS Cost")
+    cached = spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").cache()
+    rdd = spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT")
+    try:
+        assert plan_reads(files) == FILES
+        assert plan_reads(files.unionAll(held)) == FILES
+        assert plan_reads(files.unionAll(cached)) == CACHE
+        assert plan_reads(files.unionAll(rdd)) == OTHER
+    finally:
+        cached.unpersist()
