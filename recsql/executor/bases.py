@@ -196,18 +196,21 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
 
 
 def _row_identity(df: DataFrame, table: TableName) -> list[tuple[Any, ...]] | None:
+    """The row count, the XOR of the rows' 64-bit hashes and the sum of their low 31 bits (a
+    bag's doubled row cancels in the XOR, not in the sum): one hash a row, where a second one
+    (the sum of 32-bit `hash`es) made the scan a fifth slower (benchmarks/FINDINGS.md). Summed
+    as BIGINT, 31-bit values cannot overflow below 2^32 rows (a DECIMAL sum doubled the scan)."""
     try:
-        # 32-bit hashes summed as BIGINT cannot overflow, and the XOR of 64-bit ones
-        # costs nothing more (a DECIMAL sum doubled the scan: CC, RMAT 2^16)
-        columns = [F.col(f"`{c}`") for c in df.columns]
-        row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.hash(*columns)).alias("h"),
-                     F.bit_xor(F.xxhash64(*columns)).alias("x")).first()
+        hashed = df.select(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).alias("h"))
+        row = hashed.agg(F.count(F.lit(1)).alias("n"), F.bit_xor("h").alias("x"),
+                         F.sum(F.col("h").bitwiseAND(F.lit(LOW_BITS))).alias("s")).first()
     except PySparkException as error:
         log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
         return None
-    return [(ROWS, row["n"], row["h"], row["x"])] if row is not None else None
+    return [(ROWS, row["n"], row["x"], row["s"])] if row is not None else None
 
 
+LOW_BITS = (1 << 31) - 1
 CACHE, FILES, OTHER = "cache", "files", "other"
 # the leaves of a physical plan whose rows change only with their files (a file source's scan)
 # or never (rows the plan holds); any other leaf may change behind the same plan
