@@ -10,11 +10,13 @@ session's DuckDB database (endgame/database.py): a statement that runs wholly on
 starts its DuckDB fixpoint without pulling or loading them again.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
-DataFrame is another plan), over the same input files with the same sizes and modification times.
-A table whose rows do not come from local files alone can change behind the same plan: a cached
-table is re-cached after an INSERT or a REFRESH, a JDBC source changes, files elsewhere change.
-A cached table is identified by its rows instead: their count, the sum of their 32-bit hashes
-and the XOR of their 64-bit ones, one scan of the cache Spark reads. Any other table without local files is never kept.
+DataFrame is another plan), over the same input files with the same sizes and modification times,
+where every leaf of its physical plan is a local file scan (or rows the plan holds). A table whose
+rows come from anything else can change behind the same plan: a cache is made again after an
+INSERT or a REFRESH (and `inputFiles()` does not list the files under a cache), a JDBC source
+changes, files elsewhere change. A table whose plan reads a cache is identified by its rows
+instead: their count and two sums of their 64-bit hashes, one scan of what Spark reads. Any other
+table is never kept.
 
 Partitioned copies are kept on a local master only, where their blocks live as long as the
 session; a cluster's executors can be lost between statements, taking the blocks with them
