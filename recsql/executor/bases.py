@@ -38,6 +38,7 @@ import io
 import logging
 import os
 import re
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -214,6 +215,7 @@ def _row_identity(df: DataFrame, table: TableName) -> list[tuple[Any, ...]] | No
 
 LOW_BITS = (1 << 31) - 1
 CACHE, FILES, OTHER = "cache", "files", "other"
+_EXPLAINING = threading.Lock()
 # the leaves of a physical plan whose rows change only with their files (a file source's scan)
 # or never (rows the plan holds); any other leaf may change behind the same plan
 _FILE_LEAVES = ("FileScan ",)
@@ -231,7 +233,8 @@ def plan_reads(df: DataFrame) -> str:
     can only make the table look less safe (a cache, or a leaf that is not a file)."""
     text = io.StringIO()
     try:
-        with contextlib.redirect_stdout(text):
+        # one at a time: two statements swapping `sys.stdout` at once could leave it swapped
+        with _EXPLAINING, contextlib.redirect_stdout(text):
             df.explain()
     except PySparkException as error:
         log.debug("recsql: the plan could not be explained: %s", error)

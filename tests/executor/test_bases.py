@@ -199,3 +199,24 @@ def test_what_a_plan_reads_is_told_by_its_leaves(spark, tmp_path):
         assert plan_reads(files.unionAll(rdd)) == OTHER
     finally:
         cached.unpersist()
+
+
+def test_plans_explained_side_by_side_leave_stdout_as_it_was(spark, tmp_path):
+    # the plan is read from what `explain()` prints: statements side by side (the server) must
+    # not leave `sys.stdout` swapped for one another's buffer
+    import sys
+    import threading
+
+    from recsql.executor.bases import FILES, plan_reads
+
+    path = str(tmp_path / unique_name("side_by_side"))
+    spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").write.parquet(path)
+    df = spark.read.parquet(path)
+    stdout, found = sys.stdout, []
+    threads = [threading.Thread(target=lambda: found.extend(plan_reads(df) for _ in range(5)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sys.stdout is stdout and found == [FILES] * 20
