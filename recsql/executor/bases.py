@@ -10,11 +10,13 @@ session's DuckDB database (endgame/database.py): a statement that runs wholly on
 starts its DuckDB fixpoint without pulling or loading them again.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
-DataFrame is another plan), over the same input files with the same sizes and modification times.
-A table whose rows do not come from local files alone can change behind the same plan: a cached
-table is re-cached after an INSERT or a REFRESH, a JDBC source changes, files elsewhere change.
-A cached table is identified by its rows instead: their count, the sum of their 32-bit hashes
-and the XOR of their 64-bit ones, one scan of the cache Spark reads. Any other table without local files is never kept.
+DataFrame is another plan), over the same input files with the same sizes and modification times,
+where every leaf of its physical plan is a local file scan (or rows the plan holds). A table whose
+rows come from anything else can change behind the same plan: a cache is made again after an
+INSERT or a REFRESH (and `inputFiles()` does not list the files under a cache), a JDBC source
+changes, files elsewhere change. A table whose plan reads a cache is identified by its rows
+instead: their count and two sums of their 64-bit hashes, one scan of what Spark reads. Any other
+table is never kept.
 
 Partitioned copies are kept on a local master only, where their blocks live as long as the
 session; a cluster's executors can be lost between statements, taking the blocks with them
@@ -31,8 +33,12 @@ copy when it leaves. Its lineage stays, so Spark recomputes lost blocks.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import logging
 import os
+import re
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -165,33 +171,95 @@ def row_count(ctx: Context, table: TableName) -> int | None:
 
 
 def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
-    """What tells `table`'s rows apart from their earlier versions (once per statement): its
-    input files with sizes and mtimes where they are all on the local disk and not cached (a stat
-    each); for a cached table, its row count and two sums of its rows' hashes (one scan of
-    the cache, which an INSERT or a REFRESH re-makes under the same plan); None for a table that
-    cannot be told apart cheaply (uncached without local files, such as a JDBC source: never
-    kept) or whose rows cannot be hashed (a map column). A cached table has no cheaper sound
-    proof in Spark's public API, and counting it in the scan that pulls the rows saved nothing
-    (benchmarks/FINDINGS.md, "Identifying a cached table")."""
+    """What tells `table`'s rows apart from their earlier versions (once per statement), by what
+    its physical plan reads (`plan_reads`):
+    - a cache anywhere in it: the row count and two sums of its rows' hashes, one scan of the
+      table as Spark reads it (an INSERT or a REFRESH re-makes a cache under the same plan, and
+      nothing public tells one cache entry from the next);
+    - local files only (and rows the plan itself holds): its input files with sizes and mtimes
+      (a stat each);
+    - anything else (a JDBC source, files elsewhere, an RDD): None, never kept; also None for
+      rows that cannot be hashed (a map column).
+    A cached table has no cheaper sound proof in Spark's public API, and counting it in the scan
+    that pulls the rows saved nothing (benchmarks/FINDINGS.md, "Identifying a cached table")."""
     if table not in ctx.identities:
         df = table_df(ctx, table)
-        found, local = file_identity(df)
-        files: list[tuple[Any, ...]] | None = found
-        if not local and not ctx.spark.catalog.isCached(table.sql):
-            files = None
-        elif not local:
-            try:
-                # 32-bit hashes summed as BIGINT cannot overflow, and the XOR of 64-bit ones
-                # costs nothing more (a DECIMAL sum doubled the scan: CC, RMAT 2^16)
-                columns = [F.col(f"`{c}`") for c in df.columns]
-                row = df.agg(F.count(F.lit(1)).alias("n"), F.sum(F.hash(*columns)).alias("h"),
-                             F.bit_xor(F.xxhash64(*columns)).alias("x")).first()
-                files = [(ROWS, row["n"], row["h"], row["x"])] if row is not None else None
-            except PySparkException as error:
-                log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
-                files = None
-        ctx.identities[table] = files
+        files, local = file_identity(df)
+        # a table wholly cached lists no files; one of local files may still read a cache too
+        if local:
+            reads = plan_reads(df)
+        else:
+            reads = CACHE if ctx.spark.catalog.isCached(table.sql) else OTHER
+        identity: list[tuple[Any, ...]] | None = None
+        if reads == FILES:
+            identity = files
+        elif reads == CACHE:
+            identity = _row_identity(df, table)
+        ctx.identities[table] = identity
     return ctx.identities[table]
+
+
+def _row_identity(df: DataFrame, table: TableName) -> list[tuple[Any, ...]] | None:
+    """The row count, the XOR of the rows' 64-bit hashes and the sum of their low 31 bits (a
+    bag's doubled row cancels in the XOR, not in the sum): one hash a row, where a second one
+    (the sum of 32-bit `hash`es) made the scan a fifth slower (benchmarks/FINDINGS.md). Summed
+    as BIGINT, 31-bit values cannot overflow below 2^32 rows (a DECIMAL sum doubled the scan)."""
+    try:
+        hashed = df.select(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).alias("h"))
+        row = hashed.agg(F.count(F.lit(1)).alias("n"), F.bit_xor("h").alias("x"),
+                         F.sum(F.col("h").bitwiseAND(F.lit(LOW_BITS))).alias("s")).first()
+    except PySparkException as error:
+        log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
+        return None
+    return [(ROWS, row["n"], row["x"], row["s"])] if row is not None else None
+
+
+LOW_BITS = (1 << 31) - 1
+CACHE, FILES, OTHER = "cache", "files", "other"
+_EXPLAINING = threading.Lock()
+# the leaves of a physical plan whose rows change only with their files (a file source's scan)
+# or never (rows the plan holds); any other leaf may change behind the same plan
+_FILE_LEAVES = ("FileScan ",)
+_FIXED_LEAVES = ("LocalTableScan", "Range ", "Scan OneRowRelation")
+
+
+def plan_reads(df: DataFrame) -> str:
+    """What Spark's physical plan of `df` reads: a cache anywhere in it (`CACHE`), else files
+    and fixed rows alone (`FILES`), else `OTHER`. By `explain()`'s text, the one public view of
+    the plan with the cache in it: `inputFiles()` lists a cached part's files not at all, so a
+    view of files and a cached table looked unchanged after an INSERT into the table. The text
+    is printed, so it is read from `sys.stdout` while `df` explains itself (on `df`'s own plan,
+    which `inputFiles()` optimized already: 20 ms, where collecting an `EXPLAIN` statement's
+    row ran a job of 300 ms). Another thread's print meanwhile lands in that text too, where it
+    can only make the table look less safe (a cache, or a leaf that is not a file)."""
+    text = io.StringIO()
+    try:
+        # one at a time: two statements swapping `sys.stdout` at once could leave it swapped
+        with _EXPLAINING, contextlib.redirect_stdout(text):
+            df.explain()
+    except PySparkException as error:
+        log.debug("recsql: the plan could not be explained: %s", error)
+        return OTHER
+    explained = text.getvalue()
+    if "InMemoryRelation" in explained or "InMemoryTableScan" in explained:
+        return CACHE
+    leaves = _leaves(explained)
+    if leaves and all(leaf.startswith(_FILE_LEAVES + _FIXED_LEAVES) for leaf in leaves):
+        return FILES
+    return OTHER
+
+
+def _leaves(explained: str) -> list[str]:
+    """The leaf operators of `EXPLAIN`'s physical plan tree (each line an operator, its
+    children the lines below it drawn deeper; whole-stage codegen's `*(n) ` prefix dropped)."""
+    lines = explained.split("== Physical Plan ==", 1)[-1].strip("\n").splitlines()
+    nodes = []
+    for line in lines:
+        depth = len(line) - len(line.lstrip(" :+-|"))
+        if line[depth:].strip():
+            nodes.append((depth, re.sub(r"^\*\(\d+\) ", "", line[depth:])))
+    return [name for i, (depth, name) in enumerate(nodes)
+            if i + 1 == len(nodes) or nodes[i + 1][0] <= depth]
 
 
 def forget(spark: SparkSession) -> None:

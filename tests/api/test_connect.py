@@ -139,6 +139,30 @@ def test_a_cached_table_over_connect_is_kept_until_it_changes(connect, caplog):
     second.unpersist()
 
 
+def test_a_file_table_over_connect_is_kept_by_its_files(connect, caplog, tmp_path):
+    """Over Connect a table of parquet files is kept by its files: its plan is read from what
+    `explain()` prints (`bases.plan_reads`), which a remote session prints too."""
+    import logging
+
+    path = str(tmp_path / "f_edge")
+    connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.parquet(path)
+    connect.read.parquet(path).createOrReplaceTempView("f_edge")
+    graph = nx.DiGraph()
+    graph.add_weighted_edges_from(EDGES)
+    expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
+    kept = []
+    for _ in range(2):
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+            rows = recsql.sql(
+                "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT f_edge.Dst, "
+                "path.Cost + f_edge.Cost FROM path, f_edge WHERE path.Dst = f_edge.Src) "
+                "SELECT Dst, Cost FROM path", spark=connect).collect()
+        assert sorted(tuple(r) for r in rows) == expected
+        kept.append(any("kept from an earlier statement" in r.getMessage() for r in caplog.records))
+    assert kept == [False, True]
+
+
 def test_dataframe_keyword_argument_over_connect(connect):
     edges = connect.createDataFrame([(1, 2), (2, 3), (3, 1), (5, 6)], "a INT, b INT")
     df = recsql.sql(

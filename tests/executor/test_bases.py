@@ -180,3 +180,43 @@ def test_a_statement_with_keeping_off_leaves_a_kept_copy_cached(spark, tmp_path,
     assert sssp(spark, name, caplog, loop, **{"spark.recsql.base.keep": "0"}) == (oracle(EDGES), False)
     assert _cached_copy(spark, name)
     assert sssp(spark, name, caplog, loop) == (oracle(EDGES), True)
+
+
+def test_what_a_plan_reads_is_told_by_its_leaves(spark, tmp_path):
+    # a file scan, rows the plan holds, a cache anywhere, an RDD (which can read anything)
+    from recsql.executor.bases import CACHE, FILES, OTHER, plan_reads
+
+    path = str(tmp_path / unique_name("leaves"))
+    spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").write.parquet(path)
+    files = spark.read.parquet(path)
+    held = spark.range(3).selectExpr("id AS Src", "id AS Dst", "id AS Cost")
+    cached = spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").cache()
+    rdd = spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT")
+    try:
+        assert plan_reads(files) == FILES
+        assert plan_reads(files.unionAll(held)) == FILES
+        assert plan_reads(files.unionAll(cached)) == CACHE
+        assert plan_reads(files.unionAll(rdd)) == OTHER
+    finally:
+        cached.unpersist()
+
+
+def test_plans_explained_side_by_side_leave_stdout_as_it_was(spark, tmp_path):
+    # the plan is read from what `explain()` prints: statements side by side (the server) must
+    # not leave `sys.stdout` swapped for one another's buffer
+    import sys
+    import threading
+
+    from recsql.executor.bases import FILES, plan_reads
+
+    path = str(tmp_path / unique_name("side_by_side"))
+    spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").write.parquet(path)
+    df = spark.read.parquet(path)
+    stdout, found = sys.stdout, []
+    threads = [threading.Thread(target=lambda: found.extend(plan_reads(df) for _ in range(5)))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sys.stdout is stdout and found == [FILES] * 20

@@ -218,3 +218,30 @@ def test_copies_leave_the_database_with_keeping_off_or_past_the_limit(spark, cap
         assert answer == ancestors(graph, v)
     # at most `keep` of the three new copies remain (the session's LRU: the others are dropped)
     assert len(base_tables(spark) - before) <= int(keep)
+
+
+def test_a_view_mixing_a_cached_table_with_files_gives_the_new_answer(spark, tmp_path, caplog):
+    # The view's plan reads parquet files and a cached table: its input files are the parquet
+    # files alone (the cached part is read from its cache), so they cannot tell an INSERT into
+    # the cached table; its rows must.
+    cached, name = unique_name("edges_mixed_cached"), unique_name("edges_mixed")
+    first, second = edges(20), edges(21)
+    spark.createDataFrame(first, "Src BIGINT, Dst BIGINT").write.saveAsTable(cached)
+    spark.catalog.cacheTable(cached)
+    path = str(tmp_path / name)
+    spark.createDataFrame(second, "Src BIGINT, Dst BIGINT").write.parquet(path)
+    try:
+        spark.read.parquet(path).unionAll(spark.table(cached)).createOrReplaceTempView(name)
+        graph = [*first, *second]
+        view, v = closure_view(spark, name), a_target(graph)
+        assert ask(spark, view, v, caplog) == (ancestors(graph, v), False)
+        assert ask(spark, view, v, caplog) == (ancestors(graph, v), True)
+        added = [(300, 301), (301, next(iter(ancestors(graph, v))))]
+        spark.sql(f"INSERT INTO {cached} VALUES " + ", ".join(f"({s}, {d})" for s, d in added))
+        changed = [*graph, *added]
+        assert spark.catalog.isCached(cached) and ancestors(changed, v) != ancestors(graph, v)
+        assert ask(spark, view, v, caplog) == (ancestors(changed, v), False)
+        assert ask(spark, view, v, caplog) == (ancestors(changed, v), True)
+    finally:
+        spark.catalog.uncacheTable(cached)
+        spark.sql(f"DROP TABLE {cached}")
