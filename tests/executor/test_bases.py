@@ -13,6 +13,7 @@ import pytest
 from conftest import unique_name
 
 import recsql
+from recsql.executor import index
 
 # Both kinds of copy: the Spark loop's partitioned one, and the driver's (default settings).
 PATHS = {"spark_loop": {"spark.recsql.endgame.enabled": "false"}, "default": {}}
@@ -139,10 +140,11 @@ def test_the_users_cached_tables_stay_cached(spark, caplog, endgame):
 
 
 def _cached_copy(spark, name: str) -> bool:
-    """Whether a partitioned copy of `name` (by Src, at any width up to 8, sorted by Src) is in
-    the session's cache: a plan of that shape then reads an InMemoryRelation (the JVM's plan: a
-    test may)."""
-    copies = (spark.table(name).repartition(p, "Src").sortWithinPartitions("Src") for p in range(1, 9))
+    """Whether a partitioned copy of `name` (by Src, at any width up to 8: sorted by Src, or its
+    adjacency index, index.py) is in the session's cache: a plan of that shape then reads an
+    InMemoryRelation (the JVM's plan: a test may)."""
+    parts = [spark.table(name).repartition(p, "Src") for p in range(1, 9)]
+    copies = [*(part.sortWithinPartitions("Src") for part in parts), *(index.build(part, ("Src",)) for part in parts)]
     plans = (copy._jdf.queryExecution().withCachedData().toString() for copy in copies)
     return any("InMemoryRelation" in plan for plan in plans)
 
