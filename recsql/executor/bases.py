@@ -194,12 +194,12 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
         if reads == FILES:
             identity = files
         elif reads == CACHE:
-            identity = _row_identity(df, table)
+            identity = row_identity(df, table.sql)
         ctx.identities[table] = identity
     return ctx.identities[table]
 
 
-def _row_identity(df: DataFrame, table: TableName) -> list[tuple[Any, ...]] | None:
+def row_identity(df: DataFrame, label: str) -> list[tuple[Any, ...]] | None:
     """The row count, the XOR of the rows' 64-bit hashes and the sum of their low 31 bits (a
     bag's doubled row cancels in the XOR, not in the sum): one hash a row, where a second one
     (the sum of 32-bit `hash`es) made the scan a fifth slower (benchmarks/FINDINGS.md). Summed
@@ -209,7 +209,7 @@ def _row_identity(df: DataFrame, table: TableName) -> list[tuple[Any, ...]] | No
         row = hashed.agg(F.count(F.lit(1)).alias("n"), F.bit_xor("h").alias("x"),
                          F.sum(F.col("h").bitwiseAND(F.lit(LOW_BITS))).alias("s")).first()
     except PySparkException as error:
-        log.debug("recsql: %s cannot be identified by its rows: %s", table, error)
+        log.debug("recsql: %s cannot be identified by its rows: %s", label, error)
         return None
     return [(ROWS, row["n"], row["x"], row["s"])] if row is not None else None
 

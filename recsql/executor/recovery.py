@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
-from recsql.executor.bases import file_identity, forget, release, scope
+from recsql.executor.bases import FILES, file_identity, forget, plan_reads, release, row_identity, scope
 from recsql.executor.loop import Loop
 from recsql.executor.state import ContributorState, RelationState
 from recsql.planner.names import TableName
@@ -139,12 +139,17 @@ def read_relations(plan: QueryPlan) -> set[TableName]:
 
 
 def relation_identity(df: DataFrame) -> list[Any]:
-    """Schema, then each input file with its size and mtime (local) or the row count."""
+    """Schema, then what tells the relation's rows from an earlier version's, as a kept base
+    copy is told (`bases._identity`): each input file with its size and mtime where the plan
+    reads local files alone, else its rows' hashes (a cache anywhere in the plan: a view of
+    files and a cached table lists only the files, and looked unchanged after an INSERT into
+    the table), else (rows that cannot be hashed) the row count."""
     files, local = file_identity(df)
-    identity: list[Any] = [df.schema.simpleString(), *files]
-    if not local:
-        identity.append(("rows", df.count()))
-    return identity
+    identity: list[Any] = [df.schema.simpleString()]
+    if local and plan_reads(df) == FILES:
+        return [*identity, *files]
+    rows = row_identity(df, "a relation the statement reads")
+    return [*identity, *(rows if rows is not None else [("rows", df.count())])]
 
 
 # -- one statement's checkpoints ------------------------------------------------------------

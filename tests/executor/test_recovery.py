@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import rows
+from conftest import rows, unique_name
 
 import recsql
 from recsql.executor import recovery
@@ -379,3 +379,24 @@ def test_driver_killed_mid_fixpoint_resumes_in_another_process(spark, tmp_path):
         assert rows(result.df) == [(i, i) for i in range(length + 1)]
     finally:
         spark.catalog.dropTempView("g")
+
+
+def test_the_fingerprint_sees_an_insert_into_a_cached_table_a_view_also_reads(spark, tmp_path):
+    """A relation of parquet files and a cached table lists only the files (`inputFiles()`): its
+    identity must change when rows are inserted into the cached table, or a resume would continue
+    from checkpoints of the rows before."""
+    table = unique_name("rec_cached")
+    files = str(tmp_path / "more")
+    spark.createDataFrame([(1, 2)], "a int, b int").write.saveAsTable(table, format="parquet")
+    spark.createDataFrame([(5, 6)], "a int, b int").write.parquet(files)
+    spark.sql(f"CACHE TABLE {table}")
+    try:
+        before = recovery.relation_identity(spark.read.parquet(files).unionAll(spark.table(table)))
+        spark.sql(f"INSERT INTO {table} VALUES (3, 4)")
+        after = recovery.relation_identity(spark.read.parquet(files).unionAll(spark.table(table)))
+        assert after != before
+        # files alone (no cache in the plan) are still identified by their files, without a scan
+        assert recovery.relation_identity(spark.read.parquet(files))[1][0].startswith("file:")
+    finally:
+        spark.sql(f"UNCACHE TABLE IF EXISTS {table}")
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
