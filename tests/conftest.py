@@ -6,6 +6,7 @@ recsql is never its own oracle.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import socket
@@ -85,14 +86,22 @@ def spark_loop(spark):
     """Every iteration on Spark (the driver endgame off) for the duration of a test: for tests
     of the Spark loop's own machinery (roll-over, recovery, skew, the join-side vote, doubling,
     the key lookup)."""
-    key = "spark.recsql.endgame.enabled"
+    with setting(spark, "spark.recsql.endgame.enabled", "false"):
+        yield
+
+
+@contextlib.contextmanager
+def setting(spark, key: str, value: str):
+    """`key` set to `value` in the session for the block, then as it was before."""
     before = spark.conf.get(key, None)
-    spark.conf.set(key, "false")
-    yield
-    if before is None:
-        spark.conf.unset(key)
-    else:
-        spark.conf.set(key, before)
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 @pytest.fixture(scope="session")

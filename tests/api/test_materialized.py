@@ -15,7 +15,7 @@ from collections import defaultdict
 
 import oracles
 import pytest
-from conftest import rows, unique_name
+from conftest import rows, setting, unique_name
 
 import recsql
 from recsql.errors import RecSQLError
@@ -69,10 +69,8 @@ def edges(spark):
 def incremental(spark):
     """Refreshes may continue the stored fixpoint (`spark.recsql.refresh.incremental`, off by
     default) for the duration of a test."""
-    key = "spark.recsql.refresh.incremental"
-    spark.conf.set(key, "true")
-    yield
-    spark.conf.unset(key)
+    with setting(spark, "spark.recsql.refresh.incremental", "true"):
+        yield
 
 
 def write(spark, name, data, mode="append"):

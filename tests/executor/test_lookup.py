@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from conftest import setting
 
 import recsql
 from recsql.executor.lookup import MAX_KEYS
@@ -20,13 +21,8 @@ INDEX = "spark.recsql.index.enabled"
 
 @pytest.fixture
 def index_off(spark):
-    before = spark.conf.get(INDEX, None)
-    spark.conf.set(INDEX, "false")
-    yield
-    if before is None:
-        spark.conf.unset(INDEX)
-    else:
-        spark.conf.set(INDEX, before)
+    with setting(spark, INDEX, "false"):
+        yield
 
 SSSP = """WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0)
   UNION (SELECT edge.Dst, path.Cost + edge.Cost FROM path, edge WHERE path.Dst = edge.Src)
