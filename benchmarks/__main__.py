@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     measure.COMMAND = "python -m benchmarks " + " ".join(shlex.quote(x) for x in argv)
 
     if isinstance(suite, Experiment):
-        args = [*suite.args, "--out", a.output or suite.output, *extra]
+        args = [*suite.args, "--out", a.output or suite.writes, *extra]
         if a.dry_run:
             print(f"{suite.name}: benchmarks.{suite.module}.main({args})")
             return
@@ -104,11 +104,11 @@ def main(argv=None) -> None:
     suite, cases, engines = matrix_plan(suite, a)
     if a.render:
         data = json.loads((graphs.OUT / f"{suite.name}.json").read_text())
-        report.write(Path(suite.output), data["meta"], data["cases"])
-        print(f"wrote {suite.output}")
+        report.write(Path(suite.writes), data["meta"], data["cases"])
+        print(f"wrote {suite.writes}")
         return
     if a.dry_run:
-        print(f"{suite.name} -> {suite.output}: {suite.runs} timed runs after {suite.warmup} "
+        print(f"{suite.name} -> {suite.writes}: {suite.runs} timed runs after {suite.warmup} "
               f"warm-up rounds, shuffle partitions {suite.shuffle_partitions}")
         print("  cases: " + ", ".join(f"{q} on {g}" for q, g in cases))
         print("  engines: " + ", ".join(e.name for e in engines))

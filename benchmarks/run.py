@@ -129,7 +129,7 @@ def run_case(q, gname, engines, avail, spark, mem, args, log):
 def run_matrix(suite, cases, engines, opts, log) -> Path:
     """Run `cases` ((query, graph) pairs) on `engines` by the protocol above; write the results
     file after every case and return its path. `opts`: runs, warmup, caps, shuffle partitions,
-    output (the runner's options over the suite's declaration)."""
+    the file it writes (the runner's options over the suite's declaration)."""
     avail = {e.name: e.unavailable() for e in engines}
     for name, why in avail.items():
         if why:
@@ -156,7 +156,7 @@ def run_matrix(suite, cases, engines, opts, log) -> Path:
     log(f"Spark session {t_session:.1f} s, first job {t_first:.1f} s; JVM pid {mem.jvm}")
 
     results = []
-    output = Path(opts.output)
+    output = Path(opts.writes)
     out_json = graphs.OUT / f"{suite.name}.json"
     graphs.OUT.mkdir(parents=True, exist_ok=True)
     t_all = time.perf_counter()

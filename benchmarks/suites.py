@@ -7,8 +7,13 @@ A suite is either
 - an `Experiment`: a measurement of its own (servers, a BI tool, a long chain, processes per
   configuration), a module whose `main(argv)` runs it and writes its results file.
 
-`python -m benchmarks SUITE [options]` runs one (`python -m benchmarks --list` lists them);
-FINDINGS.md names the suite that re-measures each recorded finding.
+`python -m benchmarks SUITE [options]` runs one (`python -m benchmarks --list` lists them).
+
+Where a suite's figures are kept: its `output`, a results file in benchmarks/ that a run writes
+anew (committed); or, for an experiment whose conclusion is recorded, its `findings`, the heading
+of the FINDINGS.md section holding the record, in which case a run writes
+benchmarks/out/SUITE.md (uncommitted) to read against it. A suite with neither (`quick`, the
+routine check) writes there too. tests/test_benchmarks.py holds files and declarations together.
 """
 from __future__ import annotations
 
@@ -29,6 +34,9 @@ NO_INDEX = Settings("endgame off, index off", (*OFF, ("spark.recsql.index.enable
 NO_INDEX_COLD = Settings("endgame off, index off, cold", NO_INDEX.conf, cold=True)
 GRAPHX_COLD = "GraphX (build + run)"
 GRAPHX_WARM = "GraphX (run, graph built)"
+# FINDINGS.md sections that keep several suites' records
+GRAPHX_FINDINGS = "The Spark loop against GraphX (issue 38, part 1)"
+AB_FINDINGS = "A/B of single settings"
 
 
 def product(queries, graph_names) -> tuple[tuple[str, str], ...]:
@@ -49,7 +57,12 @@ class Matrix:
     shuffle_partitions: int = field(default_factory=lambda: os.cpu_count() or 2)
     cache_cap: float = 300.0  # s per run of the `loop + cache` engine
     run_cap: float = 1800.0  # s per run of every other engine
-    output: str = "benchmarks/RESULTS.md"
+    output: str = ""  # the committed results file a run writes
+    findings: str = ""  # or the FINDINGS.md heading that keeps its record
+
+    @property
+    def writes(self) -> str:
+        return results_file(self)
 
 
 @dataclass(frozen=True)
@@ -58,14 +71,25 @@ class Experiment:
     description: str
     module: str  # benchmarks.<module>, whose main(argv) runs the experiment
     args: tuple[str, ...] = ()  # its default arguments (the runner's extra arguments follow)
-    output: str = ""
+    output: str = ""  # the committed results file a run writes
+    findings: str = ""  # or the FINDINGS.md heading that keeps its record
+
+    @property
+    def writes(self) -> str:
+        return results_file(self)
+
+
+def results_file(suite: Matrix | Experiment) -> str:
+    """Where a run of the suite writes: its committed file, else a scratch file beside the
+    runner's raw figures."""
+    return suite.output or f"benchmarks/out/{suite.name}.md"
 
 
 SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
     # -- routine
     Matrix("quick", "The routine small cases: SSSP on rmat-12, rmat-14, soc-Epinions1; CC on "
            "rmat-12; reachability on grid-60 and the bowtie (so the native recursive CTE runs).",
-           QUICK_PLAN, cache_cap=20.0, run_cap=300.0, output="benchmarks/RESULTS-quick.md"),
+           QUICK_PLAN, cache_cap=20.0, run_cap=300.0),
     Matrix("full", "Every query on its graphs (`queries.FULL_PLAN`), every engine (hours).",
            tuple(FULL_PLAN), output="benchmarks/RESULTS.md"),
     # -- issue 29: big inputs
@@ -94,16 +118,16 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                "(the join side: scan, join, partial aggregate, shuffle write; the merge side: final "
                "aggregate, merge, checkpoint): task and CPU time, rows moved.", "stages",
                ("--query", "sssp", "--graph", "rmat-18", "--runs", "2"),
-               output="benchmarks/RESULTS-stages.md"),
+               findings=GRAPHX_FINDINGS),
     Experiment("directions", "The join side of one Spark-loop iteration three ways, by task CPU "
                "time: the scan of the base copy, the adjacency index, the base handed to Arrow on "
                "the executors (mapInArrow), for deltas of 0.1%, 10% and 80% of the vertices.",
-               "directions", ("--graph", "rmat-18"), output="benchmarks/RESULTS-directions.md"),
+               "directions", ("--graph", "rmat-18"), findings=GRAPHX_FINDINGS),
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "
                "closure at 2^8 to 2^12, each case in its own process.", "drivermem",
-               output="benchmarks/RESULTS-drivermem.md"),
+               findings="Driver memory per estimated byte (drivermem)"),
     Matrix("cold16", "A cold statement (every kept base copy dropped first) against a warm one "
            "(the copies an earlier statement kept), SSSP and CC at RMAT 2^16, defaults and the "
            "Spark loop only.",
@@ -115,12 +139,12 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
            warmup=3, output="benchmarks/RESULTS-rmat16-sssp-cc.md"),
     Matrix("sizes", "SSSP and CC against the careful loop at every size below 2^16.",
            product(["sssp", "cc"], ["rmat-8", "rmat-12", "rmat-14", "grid-60", "bintree-down-12"]),
-           (DEFAULT, ENDGAME_OFF, CAREFUL), output="benchmarks/RESULTS-sizes.md"),
+           (DEFAULT, ENDGAME_OFF, CAREFUL), findings="Against the careful loop at every size below 2^16"),
     Matrix("targets", "SSSP and CC on rmat-16 and soc-Epinions1: recsql against the hand-written "
            "loops with localCheckpoint.",
            product(["sssp", "cc"], ["rmat-16", "soc-Epinions1"]),
            (DEFAULT, ENDGAME_OFF, "loop + localCheckpoint", CAREFUL),
-           output="benchmarks/RESULTS-targets.md"),
+           findings="recsql against the localCheckpoint loop at RMAT 2^16 and soc-Epinions1"),
     Matrix("partitions", "The state's partition count on the Spark loop, in a session keeping "
            "Spark's default 200 shuffle partitions: recsql's cap (`auto`, one per core) against "
            "4 and 8.",
@@ -128,37 +152,39 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
            (Settings("endgame off, partitions auto", OFF),  # the default: one per core
             *(Settings(f"endgame off, partitions {w}", (*OFF, ("spark.recsql.partitions", w)))
               for w in ("4", "8"))),
-           runs=4, warmup=1, shuffle_partitions=200, output="benchmarks/RESULTS-partitions.md"),
+           runs=4, warmup=1, shuffle_partitions=200, findings="The state's partitions: one per core"),
     Matrix("doubling", "Recursive doubling against the linear rules for the transitive closure "
            "(endgame off): a deep chain, a binary tree pointing up, a shallow RMAT graph.",
            product(["tc"], ["chain-200", "bintree-up-12", "rmat-8"]),
            (Settings("endgame off, linear", (*OFF, ("spark.recsql.doubling.afterIterations", "0"))),
             Settings("endgame off, doubling after 8", OFF)),
-           runs=2, output="benchmarks/RESULTS-doubling.md"),
+           runs=2, findings="Recursive doubling for deep closures"),
     Matrix("skew", "Splitting heavy join keys (`spark.recsql.skew.enabled`) on and off, Spark "
            "loop only, SSSP at RMAT 2^14.",
            product(["sssp"], ["rmat-14"]), (ENDGAME_OFF, "recsql (endgame off, skew on)"),
-           output="benchmarks/RESULTS-skew.md"),
+           findings=AB_FINDINGS),
     Matrix("keep", "Keeping base copies across statements (warm) against dropping them before "
            "each statement (cold), Spark loop only, SSSP and CC at RMAT 2^16.",
            product(["sssp", "cc"], ["rmat-16"]), (ENDGAME_OFF, ENDGAME_OFF_COLD), runs=7,
-           output="benchmarks/RESULTS-keep.md"),
+           findings=AB_FINDINGS),
     Matrix("lookup", "The key lookup (`spark.recsql.lookup.enabled`) off and on, Spark loop "
            "only, SSSP and CC at RMAT 2^16.",
            product(["sssp", "cc"], ["rmat-16"]),
            (Settings("endgame off, lookup off", (*OFF, ("spark.recsql.lookup.enabled", "false"))),
             Settings("endgame off, lookup on", (*OFF, ("spark.recsql.lookup.enabled", "true")))),
-           runs=7, output="benchmarks/RESULTS-lookup.md"),
+           runs=7, findings=AB_FINDINGS),
     Experiment("floor", "Where one Spark-loop statement's time goes, against the floor of a Spark "
                "job on this machine (Spark's UI splits the tail iterations' jobs from the rest).",
                "breakdown", ("--query", "sssp", "--graph", "rmat-16", "--runs", "5"),
-               output="benchmarks/RESULTS-floor.md"),
+               findings="Where a Spark-loop statement's time goes, against Spark's floor"),
     Experiment("balance", "Heavy join keys split over partitions: each iteration's largest task "
                "over the average, with and without splitting (transitive closures).",
-               "balance", ("--depths", "16"), output="benchmarks/RESULTS-balance.md"),
+               "balance", ("--depths", "16"),
+               findings="Splitting heavy join keys balances tasks but saves no time on 2 cores"),
     Experiment("rollover", "Iteration roll-over on the bowtie: the largest join output, peak "
                "memory and time per budget, each configuration in its own process.",
-               "rollover", ("--graph", "bowtie-2000x50"), output="benchmarks/RESULTS-rollover.md"),
+               "rollover", ("--graph", "bowtie-2000x50"),
+               findings="Iteration roll-over lowers the largest join output, not peak memory"),
     # -- experiments of their own, current results files
     Experiment("coldstart", "A process's first recsql statement against its later ones, each "
                "session a fresh process (what `recsql -f` or a notebook's first query pays).", "cold",
@@ -166,7 +192,7 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                output="benchmarks/RESULTS-coldstart.md"),
     Experiment("chain", "Long-chain reachability: per-iteration time and driver memory over "
                "thousands of Spark iterations.", "chain", ("--nodes", "2000", "--endgame", "off"),
-               output="benchmarks/RESULTS-chain.md"),
+               findings="A long chain: per-iteration time and memory stay flat"),
     Experiment("server", "`recsql serve` beside Spark's Thrift server: round trip, first batch, "
                "fetch throughput, same PyHive client.", "server", ("--runs", "5"),
                output="benchmarks/SERVER.md"),
@@ -180,8 +206,7 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
     Experiment("refresh", "A materialized view's refresh against a full recompute (issue 40): SSSP "
                "with its predecessor, CC and reachability over RMAT edges; appends of 0.01%-10% "
                "and deletes of 0.1%, each refreshed with the incremental path on and then in full, "
-               "cold and warm, every answer checked against scipy's.", "refresh",
-               output="benchmarks/RESULTS-refresh.md"),
+               "cold and warm, every answer checked against scipy's.", "refresh"),
     Experiment("demand", "Demand-driven evaluation: one node's ancestors and reachable set through a closure "
                "view, with and without the rewrite, beside Spark and DuckDB.", "demand",
                ("--rmat", "12", "--tree-depth", "16", "--rounds", "3"),

@@ -34,6 +34,26 @@ def test_the_issue_suites_are_declared():
                                    "recsql (endgame off)", "careful loop", "DuckDB"}
 
 
+def test_every_results_file_is_a_suites_and_every_suite_keeps_its_figures():
+    """A committed results file is written by one suite; a suite's figures are its committed
+    file or a section of FINDINGS.md (whose runs write to benchmarks/out/, uncommitted)."""
+    here = ROOT / "benchmarks"
+    committed = {f"benchmarks/{p.name}" for p in here.glob("*.md")} - {
+        "benchmarks/README.md", "benchmarks/FINDINGS.md"}
+    outputs = [s.output for s in SUITES.values() if s.output]
+    assert len(outputs) == len(set(outputs)), "two suites write one file"
+    assert committed - set(outputs) == set(), "results files no suite writes"
+    headings = {line[3:] for line in (here / "FINDINGS.md").read_text().splitlines()
+                if line.startswith("## ")}
+    for suite in SUITES.values():
+        assert not (suite.output and suite.findings), suite.name
+        if suite.output:
+            assert suite.output in committed, f"{suite.name}: {suite.output} not committed"
+        else:
+            assert suite.writes == f"benchmarks/out/{suite.name}.md"
+        assert not suite.findings or suite.findings in headings, f"{suite.name}: no section {suite.findings!r}"
+
+
 @pytest.mark.parametrize("suite", MATRICES, ids=lambda s: s.name)
 def test_a_matrix_suite_names_queries_graphs_and_engines_that_exist(suite):
     assert suite.cases and suite.runs >= 1
@@ -47,14 +67,12 @@ def test_a_matrix_suite_names_queries_graphs_and_engines_that_exist(suite):
             for key, value in spec.conf:
                 assert key.startswith(PREFIX) and key[len(PREFIX):] in KEYS, key
                 KEYS[key[len(PREFIX):]][2](value)
-    assert Path(suite.output).parent == Path("benchmarks")
 
 
 @pytest.mark.parametrize("suite", EXPERIMENTS, ids=lambda s: s.name)
 def test_an_experiment_suite_names_a_module_with_main_and_a_results_file(suite, capsys):
     module = importlib.import_module(f"benchmarks.{suite.module}")
     assert callable(module.main)
-    assert Path(suite.output).parent == Path("benchmarks")
     # the runner passes `--out FILE` with the suite's own arguments: the module must take it
     with pytest.raises(SystemExit) as done:
         module.main(["--help"])
