@@ -92,7 +92,9 @@ def main(argv=None) -> None:
     measure.COMMAND = "python -m benchmarks " + " ".join(shlex.quote(x) for x in argv)
 
     if isinstance(suite, Experiment):
-        args = [*suite.args, "--out", a.output or suite.writes, *extra]
+        out = a.output or suite.writes
+        Path(out).parent.mkdir(parents=True, exist_ok=True)  # benchmarks/out/ on a fresh clone
+        args = [*suite.args, "--out", out, *extra]
         if a.dry_run:
             print(f"{suite.name}: benchmarks.{suite.module}.main({args})")
             return

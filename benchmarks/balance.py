@@ -81,7 +81,7 @@ def main(argv=None) -> None:
     parser.add_argument("--depths", type=int, nargs="+", default=[16])
     parser.add_argument("--sources", type=int, default=32, help="soc-Epinions1: sources Src < N")
     parser.add_argument("--skip-epinions", action="store_true")
-    parser.add_argument("--out", default="benchmarks/RESULTS-balance.md")
+    parser.add_argument("--out", default="benchmarks/out/balance.md")
     opts = parser.parse_args(argv)
     started_load = measure.load()
 

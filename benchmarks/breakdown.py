@@ -92,7 +92,7 @@ def main(argv=None) -> None:
     p.add_argument("--query", default="sssp", choices=sorted(QUERIES))
     p.add_argument("--graph", default="rmat-16")
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", default=str(Path(__file__).parent / "RESULTS-floor.md"))
+    p.add_argument("--out", default=str(Path(__file__).parent / "out" / "floor.md"))
     a = p.parse_args(argv)
     spark, session_s, first_job_s = measure.start_spark(4, ui=True)
     q, g, oracle, edges = load_case(a.query, a.graph, spark)

@@ -76,7 +76,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks chain")
     parser.add_argument("--nodes", type=int, default=2000)
     parser.add_argument("--endgame", choices=["on", "off"], default="off")
-    parser.add_argument("--out", default="benchmarks/RESULTS-chain.md")
+    parser.add_argument("--out", default="benchmarks/out/chain.md")
     opts = parser.parse_args(argv)
     started_load = measure.load()
 

@@ -94,7 +94,7 @@ def main(argv=None) -> None:
     p.add_argument("--graph", default="rmat-18")
     p.add_argument("--shares", type=float, nargs="+", default=[0.001, 0.1, 0.8])
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--out", default=str(Path(__file__).parent / "RESULTS-directions.md"))
+    p.add_argument("--out", default=str(Path(__file__).parent / "out" / "directions.md"))
     a = p.parse_args(argv)
     load_start = measure.load()
     spark, _, _ = measure.start_spark(2, driver_memory="3g", ui=True)

@@ -170,7 +170,7 @@ def main(argv=None) -> None:
     parser.add_argument("--driver-memory", default="8g", help="spark.driver.memory (JVM heap)")
     parser.add_argument("--conf", nargs="*", default=[], metavar="KEY=VALUE",
                         help="recsql settings for the statements (default: none, recsql's defaults)")
-    parser.add_argument("--out", default="benchmarks/RESULTS-drivermem.md")
+    parser.add_argument("--out", default="benchmarks/out/drivermem.md")
     parser.add_argument("--json", help="also write the raw records here")
     parser.add_argument("--one", nargs=3, metavar=("QUERY", "GRAPH", "SOURCE"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

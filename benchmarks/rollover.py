@@ -130,7 +130,7 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(prog="python -m benchmarks rollover",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("--graph", default="bowtie-2000x50")
-    parser.add_argument("--out", default="benchmarks/RESULTS-rollover.md")
+    parser.add_argument("--out", default="benchmarks/out/rollover.md")
     parser.add_argument("--plan", nargs="*", metavar="QUERY:BUDGET",
                         help="configurations to run (default: " +
                         " ".join(f"{q}:{b}" for q, b in PLAN) + ")")

@@ -112,7 +112,7 @@ def main(argv=None) -> None:
     p.add_argument("--graph", default="rmat-18")
     p.add_argument("--runs", type=int, default=2)
     p.add_argument("--conf", nargs="*", default=[], help="extra recsql settings, KEY=VALUE")
-    p.add_argument("--out", default=str(Path(__file__).parent / "RESULTS-stages.md"))
+    p.add_argument("--out", default=str(Path(__file__).parent / "out" / "stages.md"))
     a = p.parse_args(argv)
     conf = {**OFF, **dict(kv.split("=", 1) for kv in a.conf)}
     spark, session_s, first_job_s = measure.start_spark(2, ui=True)
