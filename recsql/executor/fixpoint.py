@@ -325,6 +325,9 @@ class GroupRun:
         """Build every CTE's candidates from the previous states, then merge each (the first
         CTE's time includes building the candidates)."""
         started = time.perf_counter()
+        # Labelled before the candidates are built: finding a kept base copy may run a job (the
+        # identity scan of a cached table), which carried the previous statement's last label
+        describe_jobs(self.ctx.spark, f"recsql: {self.group.ctes[0].name} iteration {iteration}")
         candidates = build_candidates(iteration)
         for cte in self.group.ctes:
             state = self.states[cte.key]
