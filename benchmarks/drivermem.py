@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -59,49 +60,40 @@ def _reset_peak() -> None:
 # -- one case, in a child process -----------------------------------------------------------------
 
 
-class Phases:
-    """The driver attempt's phases, by wrapping `_Driver`'s methods (the benchmark's hooks)."""
+class Phases(logging.Handler):
+    """The driver attempt's phases, from the records the endgame gives each phase's start and
+    end (`recsql.executor.endgame.driver.phases`, DEBUG): the peak is reset at a start and read
+    at the end."""
 
     def __init__(self):
-        from recsql.executor.endgame import driver as driver_module
+        from recsql.executor.endgame import driver
 
-        self.module = driver_module
+        super().__init__(logging.DEBUG)
         self.record: dict = {}
         self.before = 0
-        cls = driver_module._Driver
-        self.originals = {name: getattr(cls, name) for name in ("pull_relation", "run", "write_back")}
-        phases = self
+        driver.phases.addHandler(self)
+        driver.phases.setLevel(logging.DEBUG)
+        driver.phases.propagate = False  # the statement's log stays as it is
 
-        def pull_relation(self_, key, name, df):
+    def emit(self, entry: logging.LogRecord) -> None:
+        name, edge, facts = entry.recsql_phase, entry.recsql_edge, entry.recsql_facts  # type: ignore[attr-defined]
+        if edge == "start":
             _reset_peak()
-            table = phases.originals["pull_relation"](self_, key, name, df)
-            phases.add("pull_peak", _kib("VmHWM") - phases.before)
-            phases.record["pull_after"] = _kib("VmRSS") - phases.before
-            phases.record["arrow_bytes"] = phases.record.get("arrow_bytes", 0) + table.nbytes
-            if hasattr(table, "column"):  # an Arrow table (a base table's copy is a DuckDB table)
-                phases.record["arrow_chunks"] = table.column(0).num_chunks
-            return table
-
-        def run(self_, iteration):
+            return
+        growth = _kib("VmHWM") - self.before
+        if name == "pull":
+            self.add("pull_peak", growth)
+            self.record["pull_after"] = _kib("VmRSS") - self.before
+            self.record["arrow_bytes"] = self.record.get("arrow_bytes", 0) + facts["arrow_bytes"]
+            if facts["arrow_chunks"] is not None:
+                self.record["arrow_chunks"] = facts["arrow_chunks"]
+        elif name == "fixpoint":
+            self.record["fixpoint_peak"] = growth
+            self.record["fixpoint_after"] = _kib("VmRSS") - self.before
+            self.record.update(facts)
             _reset_peak()
-            stats = phases.originals["run"](self_, iteration)
-            phases.record["fixpoint_peak"] = _kib("VmHWM") - phases.before
-            phases.record["fixpoint_after"] = _kib("VmRSS") - phases.before
-            phases.record["relations_est"] = self_.info.base_bytes
-            phases.record["state_est"] = sum(self_.totals[k] * self_.row_bytes[k] for k in self_.totals)
-            phases.record["budget"] = self_.info.budget
-            phases.record["duckdb_limit"] = self_.sql("SELECT current_setting('memory_limit')")[0][0]
-            phases.record["duckdb_used"] = self_.sql(
-                "SELECT sum(memory_usage_bytes) FROM duckdb_memory()")[0][0]
-            _reset_peak()
-            return stats
-
-        def write_back(self_):
-            phases.originals["write_back"](self_)
-            phases.record["write_peak"] = _kib("VmHWM") - phases.before
-
-        for name, fn in (("pull_relation", pull_relation), ("run", run), ("write_back", write_back)):
-            setattr(cls, name, fn)
+        elif name == "write_back":
+            self.record["write_peak"] = growth
 
     def add(self, key: str, value: int) -> None:
         self.record[key] = max(self.record.get(key, 0), value)

@@ -44,6 +44,16 @@ from recsql.executor.stats import IterationStats
 from recsql.planner.model import DELTA, CTEPlan
 
 log = logging.getLogger(__name__)
+# A driver attempt's phases (pull, fixpoint, write_back), each at its start and end, as DEBUG
+# records carrying `recsql_phase`, `recsql_edge` and at an end `recsql_facts`: what a profiler of
+# the driver's memory listens to (benchmarks/drivermem.py). Nothing is computed unless it listens.
+phases = logging.getLogger(__name__ + ".phases")
+
+
+def _phase(name: str, edge: str, facts: Callable[[], dict] | None = None) -> None:
+    if phases.isEnabledFor(logging.DEBUG):
+        extra = {"recsql_phase": name, "recsql_edge": edge, "recsql_facts": facts() if facts else {}}
+        phases.debug("%s %s", name, edge, extra=extra)
 
 # DuckDB's memory limit is the driver budget less the Arrow relations registered in place (a
 # completed CTE's rows; a base table's copy is a DuckDB table, within the limit), but never
@@ -191,11 +201,17 @@ class _Driver:
     def pull_relation(self, key: tuple, name: str, df: DataFrame) -> Any:
         """A relation's rows: a table's as a `BaseCopy` in the session's database, kept for later
         statements (bases.py); any other relation's (a completed CTE's) as Arrow."""
+        _phase("pull", "start")
         kind, source = key
         if kind != "table":
-            return self.to_arrow(name, df)
-        return bases.pulled(self.run_.ctx, source, lambda _plan: self.database.base_copy(
-            self.con, self.to_arrow(name, df)))
+            table = self.to_arrow(name, df)
+        else:
+            table = bases.pulled(self.run_.ctx, source, lambda _plan: self.database.base_copy(
+                self.con, self.to_arrow(name, df)))
+        _phase("pull", "end", lambda: {  # a base table's copy is a DuckDB table: no chunks
+            "arrow_bytes": getattr(table, "nbytes", 0),
+            "arrow_chunks": table.column(0).num_chunks if hasattr(table, "column") else None})
+        return table
 
     def load(self, name: str, df: DataFrame, rows: int | None = None,
              schema: StructType | None = None) -> None:
@@ -260,6 +276,16 @@ class _Driver:
 
     def run(self, iteration: int | None) -> list[IterationStats]:
         """Iterate from the states after `iteration` (None: from the base step) to the fixpoint."""
+        _phase("fixpoint", "start")
+        stats = self.iterate(iteration)
+        _phase("fixpoint", "end", lambda: {
+            "relations_est": self.info.base_bytes, "budget": self.info.budget,
+            "state_est": sum(self.totals[k] * self.row_bytes[k] for k in self.totals),
+            "duckdb_limit": self.sql("SELECT current_setting('memory_limit')")[0][0],
+            "duckdb_used": self.sql("SELECT sum(memory_usage_bytes) FROM duckdb_memory()")[0][0]})
+        return stats
+
+    def iterate(self, iteration: int | None) -> list[IterationStats]:
         run = self.run_
         stats: list[IterationStats] = []
         if iteration is None:
@@ -379,6 +405,7 @@ class _Driver:
     # -- driver -> Spark
 
     def write_back(self) -> None:
+        _phase("write_back", "start")
         run = self.run_
         for cte in run.group.ctes:
             state = run.states[cte.key]
@@ -389,6 +416,7 @@ class _Driver:
                 schema = state.contributors.schema
                 contributors = self.to_spark(self.arrow(names["contrib"], schema.fieldNames()), schema)
             state.restore(all_df, None, 0, self.totals[cte.key], contributors)
+        _phase("write_back", "end")
 
     def hand_back(self) -> None:
         """Put the states of the last complete iteration back on Spark, delta included, placed
