@@ -511,3 +511,35 @@ def test_duckdb_memory_limit_stays_within_a_sixteenth_below_each_statements():
             assert asked * 15 / 16 - 0.05 * gib <= in_force <= asked + 0.05 * gib, (asked, in_force)
     finally:
         cursor.close()
+
+
+def test_a_driver_attempt_marks_its_phases_for_a_listener(spark):
+    """benchmarks/drivermem.py profiles the driver's memory by phase from these records: each
+    phase starts and ends, in order, and the fixpoint's end carries the estimates."""
+    import logging
+
+    from recsql.executor.endgame import driver
+
+    seen = []
+
+    class Listener(logging.Handler):
+        def emit(self, record):
+            seen.append((record.recsql_phase, record.recsql_edge, record.recsql_facts))
+
+    listener = Listener(logging.DEBUG)
+    driver.phases.addHandler(listener)
+    driver.phases.setLevel(logging.DEBUG)
+    try:
+        edges = [(1, 2, 3), (2, 3, 4), (1, 3, 9)]
+        spark.createDataFrame(edges, "Src INT, Dst INT, Cost INT").createOrReplaceTempView("phase_edge")
+        got = recsql.sql("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT "
+                         "e.Dst, path.Cost + e.Cost FROM path, phase_edge e WHERE path.Dst = e.Src) "
+                         "SELECT Dst, Cost FROM path", spark=spark)
+        assert sorted(map(tuple, got.collect())) == [(1, 0), (2, 3), (3, 7)]  # by hand
+    finally:
+        driver.phases.removeHandler(listener)
+        driver.phases.setLevel(logging.NOTSET)
+    assert [(p, e) for p, e, _ in seen] == [("pull", "start"), ("pull", "end"), ("fixpoint", "start"),
+                                            ("fixpoint", "end"), ("write_back", "start"), ("write_back", "end")]
+    assert set(seen[1][2]) == {"arrow_bytes", "arrow_chunks"}
+    assert seen[3][2]["state_est"] > 0 and seen[3][2]["budget"] > 0
