@@ -111,7 +111,9 @@ def test_appends_refresh_incrementally_and_a_delete_in_full(spark, incremental, 
         data += more
         for view in views:
             assert path_of(spark, view).endswith(": incremental refresh")
-            recsql.refresh(view, spark=spark)
+            refreshed = recsql.refresh(view, spark=spark)
+            # continued on the driver from the stored state's files (executor/endgame/seeded.py)
+            assert {s.ran_on for s in refreshed.stats} == {"driver"}
             if round_ == 0:
                 assert path_of(spark, view).endswith(": unchanged refresh")
         check(spark, views, data)
