@@ -278,8 +278,7 @@ def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], 
     elif not incremental:
         decision.why = (f"rows were only appended to {', '.join(appended)} and the query is "
                         "monotone, so the fixpoint could continue from its stored state, but "
-                        "spark.recsql.refresh.incremental is false (its default: continuing "
-                        "measured slower than recomputing, docs/materialized-views.md); SET "
+                        "spark.recsql.refresh.incremental is false (true by default); SET "
                         "spark.recsql.refresh.incremental = true to continue instead")
     else:
         decision.path = INCREMENTAL
