@@ -74,7 +74,6 @@ class _SeededDriver(_Driver):
 
     def pull(self) -> None:
         super().pull()
-        started = time.perf_counter()
         run = self.run_
         relation_bytes = 0
         for key, (_name, df) in (self.info.relations or {}).items():
@@ -90,7 +89,6 @@ class _SeededDriver(_Driver):
         state_bytes = sum(self.totals[c.key] * self.row_bytes[c.key] for c in run.group.ctes)
         if held_bytes(state_bytes, relation_bytes) > self.info.budget:
             raise Untranslatable("the stored state and the tables exceed the driver budget")
-        self.seed_seconds = time.perf_counter() - started
 
     def run(self, iteration: int | None) -> list:
         """The first delta from the appended rows, then the loop as the endgame runs it."""
@@ -107,6 +105,8 @@ class _SeededDriver(_Driver):
             started = time.perf_counter()
         if self.outgrown():
             return stats
+        # the loop's first iteration reports its own time, the pull reported with iteration 0
+        self.started, self.pull_seconds = time.perf_counter(), 0.0
         return stats + super().run(0)
 
     def seeded_candidates(self, cte: CTEPlan) -> str | None:
