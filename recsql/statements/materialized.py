@@ -446,7 +446,7 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision,
     on_driver = None
     if all(decision.formats[base] == "parquet" for base in decision.appended):
         # the driver reads them all itself (`endgame/seeded.py`)
-        on_driver = SeedFiles(state_files,
+        on_driver = SeedFiles(state_files, rows,
                           {TableName.parse(b): [f[0] for f in current[b]["files"]] for b in decision.appended},
                           {TableName.parse(b): new for b, new in decision.appended.items()})
     return seeded.Seed(states, rows, appended, on_driver)

@@ -35,10 +35,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SeedFiles:
-    """What DuckDB reads a seeded run's start from: per CTE key the stored state's parquet files,
-    and per appended table (all parquet) its files now and the files added since."""
+    """What DuckDB reads a seeded run's start from: per CTE key the stored state's parquet files
+    and their rows, and per appended table (all parquet) its files now and the files added since."""
 
     states: dict[str, list[str]]
+    rows: dict[str, int]
     tables: dict[TableName, list[str]]
     added: dict[TableName, list[str]]
 
@@ -50,6 +51,11 @@ def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
         return False
     if run.spark_limits.active or run.group.row_target is not None:
         return False
+    # the stored state alone over the budget: not even read (the tables are checked once read)
+    info.budget = driver_budget(settings.endgame_driver_memory, available_memory())
+    state = sum(files.rows[key] * row_bytes(s.schema) for key, s in run.states.items())
+    if held_bytes(state, 0) > info.budget:
+        return False
     return finish_on_driver(run, info, None, lambda: _SeededDriver(run, info, files))
 
 
@@ -60,7 +66,6 @@ class _SeededDriver(_Driver):
     def __init__(self, run: Loop, info: RunInfo, files: SeedFiles) -> None:
         self.files = files
         self.appended = {("table", table): f"rq_appended_{i}" for i, table in enumerate(files.added)}
-        info.budget = driver_budget(run.ctx.settings.endgame_driver_memory, available_memory())
         super().__init__(run, info, from_start=False)
 
     def pull_relation(self, key: tuple, name: str, df: Any) -> Any:
