@@ -140,10 +140,9 @@ KEYS: dict[str, tuple[str, Any, Callable[[str], Any], str]] = {
     "demand.enabled": ("demand_enabled", True, _bool,
                        "push the final query's filters on a recursive CTE or view into its base "
                        "branches where the recursion carries the filtered column unchanged"),
-    # off by default: continuing the stored fixpoint (its first iteration on Spark, then the
-    # driver endgame) measured 2.8x slower than recomputing on the driver (RMAT 2^16 SSSP, 0.1%
-    # appended, quiet machine: docs/materialized-views.md)
-    "refresh.incremental": ("refresh_incremental", False, _bool,
+    # on by default since the continued fixpoint starts on the driver (endgame/seeded.py): faster
+    # than recomputing in every case measured (benchmarks/RESULTS-refresh.md)
+    "refresh.incremental": ("refresh_incremental", True, _bool,
                             "REFRESH MATERIALIZED VIEW continues the stored fixpoint after appends "
                             "where that is proven equal to a recompute, instead of recomputing"),
     "checkpointInterval": ("checkpoint_interval", 50, _non_negative_int,
@@ -182,7 +181,7 @@ class Settings:
     skew_max_keys: int = 16
     rollover_max_rows: int = 0
     demand_enabled: bool = True
-    refresh_incremental: bool = False
+    refresh_incremental: bool = True
     checkpoint_interval: int = 50
     checkpoint_dir: str = ""
 

@@ -22,6 +22,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
+from recsql.executor.endgame.decide import last_iteration
+from recsql.executor.endgame.seeded import SeedFiles, continue_on_driver
 from recsql.executor.fixpoint import GroupRun
 from recsql.executor.loop import Context
 from recsql.executor.run import GroupStart
@@ -33,11 +35,13 @@ from recsql.planner.names import TableName
 @dataclass(frozen=True)
 class Seed:
     """Where a seeded group starts: per CTE (by key) its stored fixpoint and that fixpoint's row
-    count, and per appended base table the rows appended since (read from the new files alone)."""
+    count, and per appended base table the rows appended since (read from the new files alone);
+    `files`, where all are parquet: the same as files, for the driver to read itself."""
 
     states: dict[str, DataFrame]
     rows: dict[str, int]
     appended: dict[TableName, DataFrame]
+    files: SeedFiles | None = None
 
 
 def starting_from(seed: Seed) -> GroupStart:
@@ -58,6 +62,10 @@ class SeededRun(GroupRun):
         super().__init__(ctx, group, schemas)
 
     def start(self) -> int:
+        """On the driver when the stored state and the tables fit it (no Spark job: the stored
+        state and the tables are read from their files), else on Spark."""
+        if self.seed.files is not None and continue_on_driver(self, self.driver.info, self.seed.files):
+            return last_iteration(self)
         for key, state in self.states.items():
             state.restore(placed(state, self.seed.states[key]), None, 0, self.seed.rows[key])
         self.step(0, self.appended_candidates)

@@ -29,6 +29,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
 from recsql.executor import seeded
 from recsql.executor.bases import file_identity
+from recsql.executor.endgame.seeded import SeedFiles
 from recsql.executor.recovery import read_relations
 from recsql.executor.run import Evaluated, Executor
 from recsql.executor.spark_sql import quiet_pyspark_error_logs
@@ -133,7 +134,7 @@ def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
     decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental)
     if decision.path == UNCHANGED:
         return request.command(plan=plan)
-    seed = _seed(sub, stored, plan, decision) if decision.path == INCREMENTAL else None
+    seed = _seed(sub, stored, plan, decision, current) if decision.path == INCREMENTAL else None
     settings = request.settings
     if seed is not None:  # the doubling rules are proven from the base step only
         settings = dataclasses.replace(settings, doubling_after_iterations=0)
@@ -277,8 +278,7 @@ def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], 
     elif not incremental:
         decision.why = (f"rows were only appended to {', '.join(appended)} and the query is "
                         "monotone, so the fixpoint could continue from its stored state, but "
-                        "spark.recsql.refresh.incremental is false (its default: continuing "
-                        "measured slower than recomputing, docs/materialized-views.md); SET "
+                        "spark.recsql.refresh.incremental is false (true by default); SET "
                         "spark.recsql.refresh.incremental = true to continue instead")
     else:
         decision.path = INCREMENTAL
@@ -422,9 +422,10 @@ def _digest(expansion: Expansion) -> str:
     return hashlib.sha256(expansion.query.sql("rasql").encode()).hexdigest()
 
 
-def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision) -> seeded.Seed:
+def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision,
+          current: dict[str, dict[str, Any]]) -> seeded.Seed:
     spark = request.spark
-    states, rows = {}, {}
+    states, rows, state_files = {}, {}, {}
     for cte in plan.groups[0].ctes:
         kept = stored.states[cte.key]
         with quiet_pyspark_error_logs():
@@ -436,12 +437,19 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision)
                 f"({', '.join(cte.columns)}); run REFRESH MATERIALIZED VIEW {stored.name} FULL",
                 condition="RECSQL_MATERIALIZED_VIEW_STATE_MISMATCH")
         states[cte.key], rows[cte.key] = df, int(kept["rows"])
+        state_files[cte.key] = df.inputFiles()
     appended: dict[TableName, DataFrame] = {}
     for base, files in decision.appended.items():
         table = TableName.parse(base)
         schema = spark.table(table.sql).schema
         appended[table] = spark.read.format(decision.formats[base]).schema(schema).load(files)
-    return seeded.Seed(states, rows, appended)
+    on_driver = None
+    if all(decision.formats[base] == "parquet" for base in decision.appended):
+        # the driver reads them all itself (`endgame/seeded.py`)
+        on_driver = SeedFiles(state_files, rows,
+                          {TableName.parse(b): [f[0] for f in current[b]["files"]] for b in decision.appended},
+                          {TableName.parse(b): new for b, new in decision.appended.items()})
+    return seeded.Seed(states, rows, appended, on_driver)
 
 
 def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluated,

@@ -2,9 +2,9 @@
 DROP MATERIALIZED VIEW. After every refresh the answer plain Spark reads equals an independent
 oracle (a plain-Python Dijkstra, a plain-Python closure) over the base table as it is then;
 EXPLAIN says which path the refresh takes, so each test also checks that appends took the
-incremental path and a delete the full one. The incremental path is off by default
-(`spark.recsql.refresh.incremental`): its tests turn it on with the `incremental` fixture, and
-`test_appends_refresh_in_full_by_default` holds what users get without it."""
+incremental path and a delete the full one. The incremental path is on by default
+(`spark.recsql.refresh.incremental`), on the driver where the state fits it;
+`test_appends_refresh_in_full_with_the_setting_off` holds what users get without it."""
 
 from __future__ import annotations
 
@@ -65,14 +65,6 @@ def edges(spark):
     spark.sql(f"DROP TABLE IF EXISTS {name}")
 
 
-@pytest.fixture
-def incremental(spark):
-    """Refreshes may continue the stored fixpoint (`spark.recsql.refresh.incremental`, off by
-    default) for the duration of a test."""
-    with setting(spark, "spark.recsql.refresh.incremental", "true"):
-        yield
-
-
 def write(spark, name, data, mode="append"):
     df = spark.createDataFrame(data, "Src int, Dst int, Cost int")
     if mode == "create":
@@ -98,7 +90,7 @@ def check(spark, views, data):
     assert rows(spark.table(reach)) == reach_oracle(data)
 
 
-def test_appends_refresh_incrementally_and_a_delete_in_full(spark, incremental, edges):
+def test_appends_refresh_incrementally_and_a_delete_in_full(spark, edges):
     rng = random.Random(7)
     table, made = edges
     data = random_edges(rng, 10, 14)
@@ -111,7 +103,9 @@ def test_appends_refresh_incrementally_and_a_delete_in_full(spark, incremental, 
         data += more
         for view in views:
             assert path_of(spark, view).endswith(": incremental refresh")
-            recsql.refresh(view, spark=spark)
+            refreshed = recsql.refresh(view, spark=spark)
+            # continued on the driver from the stored state's files (executor/endgame/seeded.py)
+            assert {s.ran_on for s in refreshed.stats} == {"driver"}
             if round_ == 0:
                 assert path_of(spark, view).endswith(": unchanged refresh")
         check(spark, views, data)
@@ -123,7 +117,7 @@ def test_appends_refresh_incrementally_and_a_delete_in_full(spark, incremental, 
     check(spark, views, data)
 
 
-def test_incremental_on_the_spark_loop(spark, spark_loop, incremental, edges):
+def test_incremental_on_the_spark_loop(spark, spark_loop, edges):
     """The seeded group continued by the Spark loop itself (the driver endgame off)."""
     rng = random.Random(3)
     table, made = edges
@@ -138,9 +132,14 @@ def test_incremental_on_the_spark_loop(spark, spark_loop, incremental, edges):
     assert rows(spark.table(view)) == sssp_oracle(data)
 
 
-def test_appends_refresh_in_full_by_default(spark, edges):
-    """Without the setting, an append a continued fixpoint could take is recomputed, and EXPLAIN
+def test_appends_refresh_in_full_with_the_setting_off(spark, edges):
+    """With the setting off, an append a continued fixpoint could take is recomputed, and EXPLAIN
     says why and how to continue instead; DESCRIBE TABLE EXTENDED says how it was refreshed."""
+    with setting(spark, "spark.recsql.refresh.incremental", "false"):
+        _appends_refresh_in_full(spark, edges)
+
+
+def _appends_refresh_in_full(spark, edges):
     table, made = edges
     data = [(0, 1, 4), (1, 2, 1)]
     write(spark, table, data, "create")
@@ -243,7 +242,7 @@ def test_what_falls_back_says_why(spark, edges):
     assert rows(spark.table(on_view)) == reach_oracle([(0, 1, 1), (1, 2, 1), (2, 3, 1)])
 
 
-def test_appends_to_two_tables_one_branch_reads(spark, incremental, edges):
+def test_appends_to_two_tables_one_branch_reads(spark, edges):
     """New rows of one table meet old rows of the other: each appended table is read alone in
     turn, the other whole."""
     table, made = edges

@@ -89,15 +89,18 @@ class Driver:
         return last_iteration(self.loop)
 
 
-def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None) -> bool:
+def finish_on_driver(run: Loop, info: RunInfo, iteration: int | None,
+                     attempt: Callable[[], _Driver] | None = None) -> bool:
     """Run the rest of the fixpoint on the driver (all of it, base step included, when
-    `iteration` is None); False (run unchanged) if it cannot."""
+    `iteration` is None); False (run unchanged) if it cannot. `attempt` makes the attempt's
+    driver in place of `_Driver` (a materialized view's refresh starts it from its stored
+    state: `endgame/seeded.py`)."""
     import duckdb  # only here: `import recsql` stays light
 
     info.attempts += 1
     driver = None
     try:
-        driver = _Driver(run, info, from_start=iteration is None)
+        driver = attempt() if attempt is not None else _Driver(run, info, from_start=iteration is None)
         stats = driver.run(iteration)
         writing = time.perf_counter()
         if driver.over_budget:

@@ -1,0 +1,158 @@
+"""A materialized view's refresh after appends, continued on the driver (`executor/seeded.py`
+says why continuing from the stored fixpoint is sound).
+
+When the stored state and the base tables fit the driver budget, no Spark job runs at all but
+the write of the new version: DuckDB reads the stored state straight from its parquet files, each
+appended table from its files (all of them for the whole table, the added ones for its new
+rows), derives the first delta (every branch reading an appended table, with that table read as
+its new rows and its references as the whole stored state), merges it against the stored state
+and runs the rest of the fixpoint as the endgame does. On Spark, the same start cost a shuffle
+and a checkpoint of the stored state and a pull of the tables (RMAT 2^16 SSSP, 0.1% appends:
+5.8 s against a full recompute's 2.0 s).
+
+Anything it cannot do (a format DuckDB does not read here, a branch it cannot translate, a state
+over the budget) leaves the run as it was, and the Spark path starts it instead."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from sqlglot import exp
+
+from recsql.executor.driver_sql import Untranslatable
+from recsql.executor.endgame.decide import RunInfo, available_memory, driver_budget, held_bytes, row_bytes
+from recsql.executor.endgame.driver import _Driver, finish_on_driver
+from recsql.executor.endgame.translate import branch_relations, duck_type, prepare
+from recsql.executor.loop import Loop
+from recsql.planner.model import CTEPlan
+from recsql.planner.names import TableName
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SeedFiles:
+    """What DuckDB reads a seeded run's start from: per CTE key the stored state's parquet files
+    and their rows, and per appended table (all parquet) its files now and the files added since."""
+
+    states: dict[str, list[str]]
+    rows: dict[str, int]
+    tables: dict[TableName, list[str]]
+    added: dict[TableName, list[str]]
+
+
+def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
+    """Run the seeded group wholly on the driver; False (run untouched) if it cannot."""
+    settings = run.ctx.settings
+    if not settings.endgame_enabled or any(c.summing for c in run.group.ctes):
+        return False
+    if run.spark_limits.active or run.group.row_target is not None:
+        return False
+    # the stored state alone over the budget: not even read (the tables are checked once read)
+    info.budget = driver_budget(settings.endgame_driver_memory, available_memory())
+    state = sum(files.rows[key] * row_bytes(s.schema) for key, s in run.states.items())
+    if held_bytes(state, 0) > info.budget:
+        return False
+    return finish_on_driver(run, info, None, lambda: _SeededDriver(run, info, files))
+
+
+class _SeededDriver(_Driver):
+    """The endgame's driver, its states loaded from the stored fixpoint and its first delta made
+    from the appended rows (`start_from_seed`) rather than by the base step."""
+
+    def __init__(self, run: Loop, info: RunInfo, files: SeedFiles) -> None:
+        self.files = files
+        self.appended = {("table", table): f"rq_appended_{i}" for i, table in enumerate(files.added)}
+        super().__init__(run, info, from_start=False)
+
+    def pull_relation(self, key: tuple, name: str, df: Any) -> Any:
+        if key not in self.appended:
+            return super().pull_relation(key, name, df)
+        # the appended table whole (as Arrow, registered as a pulled relation is), and its new
+        # rows, straight from its files: no Spark job
+        self.sql(_from_files(self.appended[key], self.files.added[key[1]], df.schema))
+        rel = self.con.sql(_select_files(self.files.tables[key[1]], df.schema))
+        return (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
+
+    def pull(self) -> None:
+        super().pull()
+        run = self.run_
+        relation_bytes = 0
+        for key, (_name, df) in (self.info.relations or {}).items():
+            rows = self.sql(f'SELECT count(*) FROM {self.sources[key].sql("duckdb", identify=True)}')[0][0]
+            relation_bytes += rows * row_bytes(df.schema)
+        self.info.base_bytes = relation_bytes
+        for cte in run.group.ctes:
+            state = run.states[cte.key]
+            self.sql(_from_files(self.names[cte.key]["all"], self.files.states[cte.key], state.schema,
+                                 create="INSERT INTO"))
+            self.totals[cte.key] = self.sql(
+                f'SELECT count(*) FROM "{self.names[cte.key]["all"]}"')[0][0]
+        state_bytes = sum(self.totals[c.key] * self.row_bytes[c.key] for c in run.group.ctes)
+        if held_bytes(state_bytes, relation_bytes) > self.info.budget:
+            raise Untranslatable("the stored state and the tables exceed the driver budget")
+
+    def iterate(self, iteration: int | None) -> list:
+        """The first delta from the appended rows, then the loop as the endgame runs it."""
+        stats: list = []
+        started = self.started
+        firsts = {cte.key: self.seeded_candidates(cte) for cte in self.run_.group.ctes}
+        for cte in self.run_.group.ctes:
+            first = firsts[cte.key]
+            if first is not None:
+                self.merge(cte, first)
+            else:
+                self.no_change(cte)
+            self.report(stats, cte, 0, started)
+            started = time.perf_counter()
+        if self.outgrown():
+            return stats
+        # the loop's first iteration reports its own time, the pull reported with iteration 0
+        self.started, self.pull_seconds = time.perf_counter(), 0.0
+        return stats + super().iterate(0)
+
+    def seeded_candidates(self, cte: CTEPlan) -> str | None:
+        """What each branch of `cte` derives once per appended table it reads, that table read
+        as its new rows and every reference as the whole stored state (a derivation from new
+        rows of two tables is found twice, which a set or an extremum absorbs)."""
+        whole = {key: {**names, "delta": names["all"]} for key, names in self.names.items()}
+        parts: list[exp.Query] = []
+        for branch in cte.branches:
+            for key, appended in self.appended.items():
+                if not any(k == key for k, _ in _relations(self.run_, branch)):
+                    continue
+                sources = {**self.sources, key: exp.Table(this=exp.to_identifier(appended, quoted=True))}
+                parts.append(prepare(self.con, self.run_, cte, branch, sources, whole).variants[0][1])
+        if not parts:
+            return None
+        return self.start(cte, ("seeded",), parts.copy)
+
+
+def _relations(run: Loop, branch: Any) -> list:
+    return list(branch_relations(run.ctx.env, branch))
+
+
+def _from_files(table: str, files: list[str], schema: Any, create: str = "CREATE TEMP TABLE") -> str:
+    """The statement that loads the parquet `files` as `table`, in `schema`'s columns and types."""
+    select = _select_files(files, schema)
+    return f'{create} "{table}" {select}' if create.startswith("INSERT") else f'{create} "{table}" AS {select}'
+
+
+def _select_files(files: list[str], schema: Any) -> str:
+    paths = ", ".join("'" + _local(f).replace("'", "''") + "'" for f in files)
+    columns = ", ".join(
+        f'CAST("{f.name}" AS {duck_type(f.dataType).sql("duckdb")}) AS "{f.name}"' for f in schema.fields)
+    return f"SELECT {columns} FROM read_parquet([{paths}])"
+
+
+def _local(path: str) -> str:
+    for prefix in ("file://", "file:"):
+        if path.startswith(prefix):
+            return path[len(prefix):]
+    return path
+
+
+__all__ = ["SeedFiles", "continue_on_driver"]
