@@ -206,7 +206,8 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
     Experiment("refresh", "A materialized view's refresh against a full recompute (issue 40): SSSP "
                "with its predecessor, CC and reachability over RMAT edges; appends of 0.01%-10% "
                "and deletes of 0.1%, each refreshed with the incremental path on and then in full, "
-               "cold and warm, every answer checked against scipy's.", "refresh"),
+               "cold and warm, every answer checked against scipy's.", "refresh",
+               output="benchmarks/RESULTS-refresh.md"),
     Experiment("demand", "Demand-driven evaluation: one node's ancestors and reachable set through a closure "
                "view, with and without the rewrite, beside Spark and DuckDB.", "demand",
                ("--rmat", "12", "--tree-depth", "16", "--rounds", "3"),
