@@ -41,6 +41,7 @@ from pyspark.sql.types import (
     BooleanType,
     CharType,
     DataType,
+    IntegerType,
     StructField,
     StructType,
     VarcharType,
@@ -74,6 +75,8 @@ def plain_types(select: exp.Expr, schema_of: Callable[[exp.Table], StructType | 
     `spark.sql.caseSensitive`, called only where it decides a name."""
     if not isinstance(select, exp.Select) or type(select) is not exp.Select:
         return None
+    if not select.args.get("from_"):
+        return _constant_types(select)
     try:
         relations, scopes = _relations(select, schema_of)
         uses = list(_uses(select, scopes, len(relations)))
@@ -86,6 +89,28 @@ def plain_types(select: exp.Expr, schema_of: Callable[[exp.Table], StructType | 
         return result
     except _Declined:
         return None
+
+
+def _constant_types(select: exp.Select) -> list[DataType] | None:
+    """A SELECT of integer literals and nothing else (an anchor such as `SELECT 1, 0`): INT
+    each, as Spark types an integer literal within INT's range (`-n` is INT read either as a
+    negative literal or as the negation of `n`, while n stays below 2^31 - 1). Anything else,
+    BIGINT-sized literals included, is declined."""
+    if any(value for key, value in select.args.items() if key != "expressions") or not select.expressions:
+        return None
+    types: list[DataType] = []
+    for item in select.expressions:
+        if type(item) is exp.Alias:
+            if set(k for k, v in item.args.items() if v) != {"this", "alias"}:
+                return None
+            item = item.this
+        if type(item) is exp.Neg:
+            item = item.this
+        if type(item) is not exp.Literal or item.is_string or not item.this.isdigit() \
+                or not item.this.isascii() or int(item.this) >= 2**31 - 1:
+            return None
+        types.append(IntegerType())
+    return types
 
 
 def _relations(select: exp.Select, schema_of: Callable[[exp.Table], StructType | None]

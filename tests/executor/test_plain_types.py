@@ -77,6 +77,8 @@ ACCEPTED = [
     "SELECT st FROM {pt_p} AS p WHERE mp IS NOT NULL AND NULL = i AND fl >= 1.5",
     "SELECT p.dt FROM {pt_p} AS p JOIN {pt_q} AS q ON p.dt = q.dt WHERE b > 10000000000",
     "SELECT p.b FROM {pt_p} AS p CROSS JOIN {pt_q} AS q WHERE p.i = q.i AND TRUE",
+    "SELECT 1, 0",  # an anchor of integer literals, no relation
+    "SELECT 1 AS a, -5 AS b, 2147483646 AS c, 0",
 ]
 
 
@@ -146,6 +148,16 @@ DECLINED_OTHER = [  # Spark may accept these, but they are not plain
     "SELECT i FROM {pt_p} AS p WHERE i = :v",  # a parameter
     "SELECT i FROM {pt_p} AS p WHERE i = 1e3",
     "SELECT i FROM {pt_p} AS p WHERE f IS TRUE",
+    "SELECT 2147483648",  # BIGINT
+    "SELECT -2147483648",  # INT, as Spark reads it, but at the edge of the range
+    "SELECT 1L",
+    "SELECT 1.5",
+    "SELECT 1e3",
+    "SELECT 'a'",
+    "SELECT 1, NULL",
+    "SELECT TRUE",
+    "SELECT 1 WHERE TRUE",
+    "SELECT 1 + 1",
 ]
 
 
