@@ -10,7 +10,8 @@ branch by Spark (`schemas._typed_branch`).
 Why this is exact, and never accepts a branch Spark refuses:
 - Spark types the rendered branch text (`render(branch.select)`); this reads the same AST. Its
   nodes are limited to `PLAIN_NODES` (a subset of the driver's allowlist, `driver_sql`): no
-  function, arithmetic, cast, subquery, aggregate, window, set operation, DISTINCT, ORDER, LIMIT;
+  function, cast, subquery, aggregate, window, set operation, DISTINCT, ORDER, LIMIT; no
+  arithmetic but a select item's `+` and `-` of INT and BIGINT columns and INT literals;
   only inner and cross joins, without USING or NATURAL; every relation a bound placeholder with
   an alias and no column list, whose schema the caller knows (a base table's `spark.table`
   frame, analysed when the statement was planned; a reference's types found so far).
@@ -41,6 +42,8 @@ from pyspark.sql.types import (
     BooleanType,
     CharType,
     DataType,
+    IntegerType,
+    LongType,
     StructField,
     StructType,
     VarcharType,
@@ -51,7 +54,7 @@ from recsql.executor.driver_sql import ALLOWED_NODES, plain_number
 from recsql.executor.spark_types import family
 
 PLAIN_NODES: frozenset[type[exp.Expression]] = ALLOWED_NODES - {
-    exp.Add, exp.Sub, exp.Mul, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,
+    exp.Mul, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,
 }
 _SELECT_ARGS = {"expressions", "from_", "joins", "where"}
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
@@ -74,6 +77,8 @@ def plain_types(select: exp.Expr, schema_of: Callable[[exp.Table], StructType | 
     `spark.sql.caseSensitive`, called only where it decides a name."""
     if not isinstance(select, exp.Select) or type(select) is not exp.Select:
         return None
+    if not select.args.get("from_"):
+        return _constant_types(select)
     try:
         relations, scopes = _relations(select, schema_of)
         uses = list(_uses(select, scopes, len(relations)))
@@ -86,6 +91,28 @@ def plain_types(select: exp.Expr, schema_of: Callable[[exp.Table], StructType | 
         return result
     except _Declined:
         return None
+
+
+def _constant_types(select: exp.Select) -> list[DataType] | None:
+    """A SELECT of integer literals and nothing else (an anchor such as `SELECT 1, 0`): INT
+    each, as Spark types an integer literal within INT's range (`-n` is INT read either as a
+    negative literal or as the negation of `n`, while n stays below 2^31 - 1). Anything else,
+    BIGINT-sized literals included, is declined."""
+    if any(value for key, value in select.args.items() if key != "expressions") or not select.expressions:
+        return None
+    types: list[DataType] = []
+    for item in select.expressions:
+        if type(item) is exp.Alias:
+            if set(k for k, v in item.args.items() if v) != {"this", "alias"}:
+                return None
+            item = item.this
+        if type(item) is exp.Neg:
+            item = item.this
+        if type(item) is not exp.Literal or item.is_string or not item.this.isdigit() \
+                or not item.this.isascii() or int(item.this) >= 2**31 - 1:
+            return None
+        types.append(IntegerType())
+    return types
 
 
 def _relations(select: exp.Select, schema_of: Callable[[exp.Table], StructType | None]
@@ -188,9 +215,34 @@ class _ItemTypes:
         return field
 
     def of(self, node: exp.Expr) -> DataType:
+        if type(node) in (exp.Add, exp.Sub):
+            return self.integral_sum(node)
         if type(node) is not exp.Column:
             raise _Declined
         return self.field(node).dataType
+
+    def integral_sum(self, node: exp.Expr) -> DataType:
+        """The type of a sum or difference of INT and BIGINT columns and INT literals, with at
+        least one column (`p.cost + e.cost`, `p.depth + 1`): BIGINT if any column is, else INT,
+        as Spark widens them (with ANSI on or off; an overflow is the run's, not the type's)."""
+        types: list[DataType] = []
+
+        def walk(n: exp.Expr) -> None:
+            if isinstance(n, (exp.Add, exp.Sub)) and type(n) in (exp.Add, exp.Sub):
+                walk(n.left)
+                walk(n.right)
+            elif type(n) is exp.Paren:
+                walk(n.this)
+            elif type(n) is exp.Column:
+                types.append(self.field(n).dataType)
+            elif not (type(n) is exp.Literal and not n.is_string and n.this.isascii()
+                      and n.this.isdigit() and int(n.this) < 2**31 - 1):
+                raise _Declined
+
+        walk(node)
+        if not types or any(type(t) not in (IntegerType, LongType) for t in types):
+            raise _Declined
+        return LongType() if any(type(t) is LongType for t in types) else IntegerType()
 
     def family(self, node: exp.Expr) -> str:
         """The comparison family of a plain operand, or declined."""

@@ -77,6 +77,10 @@ ACCEPTED = [
     "SELECT st FROM {pt_p} AS p WHERE mp IS NOT NULL AND NULL = i AND fl >= 1.5",
     "SELECT p.dt FROM {pt_p} AS p JOIN {pt_q} AS q ON p.dt = q.dt WHERE b > 10000000000",
     "SELECT p.b FROM {pt_p} AS p CROSS JOIN {pt_q} AS q WHERE p.i = q.i AND TRUE",
+    "SELECT i + 1, b - i, (i + i) - 1, p.b + b AS x FROM {pt_p} AS p",  # INT/BIGINT sums
+    "SELECT p.i + q.K FROM {pt_p} AS p JOIN {pt_q} AS q ON p.i = q.i",
+    "SELECT 1, 0",  # an anchor of integer literals, no relation
+    "SELECT 1 AS a, -5 AS b, 2147483646 AS c, 0",
 ]
 
 
@@ -126,7 +130,13 @@ DECLINED_REFUSED = [  # Spark refuses these: the fast path must leave them to it
 
 DECLINED_OTHER = [  # Spark may accept these, but they are not plain
     "SELECT abs(i) FROM {pt_p} AS p",  # a function
-    "SELECT i + 1 FROM {pt_p} AS p",  # arithmetic
+    "SELECT d + 1 FROM {pt_p} AS p",  # arithmetic on a DOUBLE
+    "SELECT i + sh FROM {pt_p} AS p",  # a SMALLINT
+    "SELECT i + 1.5 FROM {pt_p} AS p",
+    "SELECT i + 2147483648 FROM {pt_p} AS p",
+    "SELECT i * 2 FROM {pt_p} AS p",
+    "SELECT 1 + 1 FROM {pt_p} AS p",  # no column
+    "SELECT i FROM {pt_p} AS p WHERE i + 1 = 2",  # arithmetic in a condition
     "SELECT CAST(i AS bigint) FROM {pt_p} AS p",
     "SELECT i FROM {pt_p} AS p WHERE s = 1",  # string against number
     "SELECT i FROM {pt_p} AS p WHERE dt = '2020-01-01'",
@@ -146,6 +156,16 @@ DECLINED_OTHER = [  # Spark may accept these, but they are not plain
     "SELECT i FROM {pt_p} AS p WHERE i = :v",  # a parameter
     "SELECT i FROM {pt_p} AS p WHERE i = 1e3",
     "SELECT i FROM {pt_p} AS p WHERE f IS TRUE",
+    "SELECT 2147483648",  # BIGINT
+    "SELECT -2147483648",  # INT, as Spark reads it, but at the edge of the range
+    "SELECT 1L",
+    "SELECT 1.5",
+    "SELECT 1e3",
+    "SELECT 'a'",
+    "SELECT 1, NULL",
+    "SELECT TRUE",
+    "SELECT 1 WHERE TRUE",
+    "SELECT 1 + 1",
 ]
 
 
@@ -346,3 +366,31 @@ def test_closure_view_is_typed_without_spark(spark, edge, monkeypatch):
         assert result.df.schema["node"].dataType.simpleString() == "int"
     finally:
         spark.catalog.dropTempView("pt_closure")
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_integral_sums_type_as_spark_with_ansi_on_or_off(spark, ansi):
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", ansi)
+    try:
+        for sql in ["SELECT i + i, i - b, b + 1, 1 + i, i - (b - 7) FROM {pt_p} AS p",
+                    "SELECT p.i + q.K, q.K - p.i FROM {pt_p} AS p JOIN {pt_q} AS q ON p.i = q.i"]:
+            types = fast(spark, sql)
+            assert types is not None and types == analysed(spark, sql), sql
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", before)
+
+
+def test_every_sum_of_a_column_agrees_with_spark(spark):
+    """Each column of `pt_p` plus or minus each of its columns and each literal: wherever the
+    fast path answers, Spark agrees; wherever Spark refuses, the fast path declined."""
+    accepted = 0
+    for left in COLUMNS["pt_p"]:
+        for op in ("+", "-"):
+            for right in [*COLUMNS["pt_p"], *LITERALS]:
+                sql = f"SELECT {left} {op} {right} FROM {{pt_p}} AS p"
+                types, spark_types = fast(spark, sql), analysed(spark, sql)
+                if types is not None:
+                    accepted += 1
+                    assert types == spark_types, sql
+    assert accepted >= 8, accepted  # i/b with i, b, 1 and 1 + 1, both ways
