@@ -1,5 +1,5 @@
 """Spatial balance: the largest-to-average partition size of each iteration's join output, with
-and without splitting heavy join keys (recsql/executor/skew.py).
+and without splitting heavy join keys (recsql/executor/strategies/skew.py).
 
     python -m benchmarks balance [--depths 16] [--sources 32] [--out FILE]
 

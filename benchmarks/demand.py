@@ -44,7 +44,7 @@ import duckdb
 import recsql
 from benchmarks import measure
 from benchmarks.graphs import Graph, bintree, rmat
-from recsql.executor.session import session
+from recsql.executor.loop.session import session
 
 VIEW = ("CREATE OR REPLACE TEMPORARY VIEW closure AS WITH recursive tc (X, Y) AS "
         "(SELECT Src, Dst FROM edge) UNION (SELECT tc.X, edge.Dst FROM tc, edge WHERE tc.Y = edge.Src) "

@@ -61,7 +61,7 @@ def duckdb_run(con, q, g):
 
 def recsql_run(spark, q, g, cold: bool) -> tuple[float, dict[str, float], object]:
     import recsql
-    from recsql.executor import bases
+    from recsql.executor.state import bases
 
     if cold:
         bases.forget(spark)

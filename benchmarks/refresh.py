@@ -140,7 +140,7 @@ class Case:
 
     def refresh(self, full: bool, cold: bool) -> dict:
         import recsql
-        from recsql.executor import bases
+        from recsql.executor.state import bases
 
         path = recsql.explain(f"REFRESH MATERIALIZED VIEW {self.view}{' FULL' if full else ''}",
                               spark=self.spark, conf=ON).splitlines()[0].rsplit(": ", 1)[-1]

@@ -23,8 +23,8 @@ if TYPE_CHECKING:
         RecSQLExecutionError,
         RecSQLParseError,
     )
-    from recsql.executor.session import session
-    from recsql.executor.stats import IterationStats
+    from recsql.executor.loop.session import session
+    from recsql.executor.loop.stats import IterationStats
     from recsql.server import serve
     from recsql.statements import Result
 
@@ -36,7 +36,7 @@ _EXPORTS = {
     "RecSQLAnalysisError": "recsql.errors", "RecSQLEnvironmentError": "recsql.errors",
     "RecSQLError": "recsql.errors", "RecSQLExecutionError": "recsql.errors",
     "RecSQLParseError": "recsql.errors", "Result": "recsql.statements",
-    "session": "recsql.executor.session", "IterationStats": "recsql.executor.stats",
+    "session": "recsql.executor.loop.session", "IterationStats": "recsql.executor.loop.stats",
     "serve": "recsql.server",
 }
 

@@ -14,9 +14,9 @@ from pyspark.sql.utils import get_lit_sql_str
 
 from recsql import statements
 from recsql.errors import RecSQLError
-from recsql.executor.session import resolve
-from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs
-from recsql.executor.stats import IterationStats
+from recsql.executor.loop.session import resolve
+from recsql.executor.loop.spark_sql import from_spark_error, quiet_pyspark_error_logs
+from recsql.executor.loop.stats import IterationStats
 from recsql.parser import parse_statement, split_statements
 from recsql.settings import Settings
 from recsql.statements import Request, Result

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-from recsql.executor.stats import IterationStats
+from recsql.executor.loop.stats import IterationStats
 
 # the statistics table's columns: header -> how to show one IterationStats
 STATS_COLUMNS: dict[str, Callable[[IterationStats], str]] = {

@@ -17,7 +17,7 @@ from benchmarks.engines import Settings, names, resolve
 from benchmarks.engines.recsql_engine import breakdown
 from benchmarks.queries import QUERIES
 from benchmarks.suites import SUITES, Experiment, Matrix
-from recsql.executor.stats import IterationStats
+from recsql.executor.loop.stats import IterationStats
 from recsql.settings import KEYS, PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent

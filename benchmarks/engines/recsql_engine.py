@@ -4,7 +4,7 @@
     res.df     -> pyspark DataFrame with the answer
     res.stats  -> per-iteration records (recsql.IterationStats)
 
-A cold engine drops every base copy recsql keeps across statements (`recsql.executor.bases.forget`,
+A cold engine drops every base copy recsql keeps across statements (`recsql.executor.state.bases.forget`,
 outside the timing) before each run, so each run is a session's first statement over the cached
 edge table: nothing kept from any earlier statement, its own or another engine's. Spark's JIT and
 the edge table's cache stay warm, as in a session that cached its table first. A warm engine
@@ -74,7 +74,7 @@ class RecsqlEngine(SparkEngine):
 
     def before_run(self, w: Workload):
         if self.cold:
-            from recsql.executor import bases
+            from recsql.executor.state import bases
 
             bases.forget(w.spark)
             RecsqlEngine.drops += 1

@@ -16,16 +16,18 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from recsql.executor import analysis, bases, index
-from recsql.executor.action import aggregate
+from recsql.executor import analysis
 from recsql.executor.analysis import AnalysedPlan
-from recsql.executor.fixpoint import GroupRun
-from recsql.executor.loop import Context, PartitionedBase
-from recsql.executor.recovery import Recovery
-from recsql.executor.session import cancellable, overridden_conf
-from recsql.executor.spark_sql import query_df, quiet_pyspark_error_logs
-from recsql.executor.state import PARTITION, with_partition
-from recsql.executor.stats import IterationStats
+from recsql.executor.loop.action import aggregate
+from recsql.executor.loop.fixpoint import GroupRun
+from recsql.executor.loop.protocols import Context, PartitionedBase
+from recsql.executor.loop.session import cancellable, overridden_conf
+from recsql.executor.loop.spark_sql import query_df, quiet_pyspark_error_logs
+from recsql.executor.loop.stats import IterationStats
+from recsql.executor.state import bases
+from recsql.executor.state.relations import PARTITION, with_partition
+from recsql.executor.strategies import index
+from recsql.executor.strategies.recovery import Recovery
 from recsql.planner.model import GroupStep, QueryPlan, ViewStep, cte_binding
 from recsql.planner.names import TableName
 from recsql.settings import Settings
@@ -42,7 +44,7 @@ class Evaluated:
 
 
 # How a recursive group's run is made: a plain `GroupRun`, or one that starts elsewhere (a
-# materialized view's refresh continues a stored fixpoint: `executor/seeded.py`)
+# materialized view's refresh continues a stored fixpoint: `executor/strategies/seeded.py`)
 GroupStart = Callable[[Context, GroupStep, dict[str, StructType]], GroupRun]
 
 

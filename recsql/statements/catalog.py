@@ -5,7 +5,7 @@ from __future__ import annotations
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 
-from recsql.executor import bases
+from recsql.executor.state import bases
 from recsql.planner.catalog import StoredView
 from recsql.planner.names import TableName
 from recsql.statements import views

@@ -9,7 +9,7 @@ three paths (`decide`, which EXPLAIN shows with its reason):
     incremental  rows were only appended (files only added to a file-based table) and the query
                  is monotone (set UNION, min/max) in one recursive group: the fixpoint continues
                  from its stored state, the new rows' derivations its first delta
-                 (`recsql.executor.seeded`)
+                 (`recsql.executor.strategies.seeded`)
     full         anything else: the query runs again from scratch
 
 Where the view's answer, state and bookkeeping live is `recsql.statements.mv_storage`'s."""
@@ -27,12 +27,12 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError, RecSQLExecutionError
-from recsql.executor import seeded
-from recsql.executor.bases import file_identity
 from recsql.executor.endgame.seeded import SeedFiles
-from recsql.executor.recovery import read_relations
+from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs
 from recsql.executor.run import Evaluated, Executor
-from recsql.executor.spark_sql import quiet_pyspark_error_logs
+from recsql.executor.state.bases import file_identity
+from recsql.executor.strategies import seeded
+from recsql.executor.strategies.recovery import read_relations
 from recsql.parser import Statement, parse_statement
 from recsql.planner import QueryPlan
 from recsql.planner.model import GroupStep, ViewStep
@@ -199,7 +199,7 @@ def identities(spark: SparkSession, names: set[TableName]) -> dict[str, dict[str
 
 def identity(spark: SparkSession, name: TableName) -> dict[str, Any]:
     """What a base relation is now: its schema, and for a table read from local files alone its
-    files with sizes and modification times (`executor/bases.py` identifies kept copies so), and
+    files with sizes and modification times (`executor/state/bases.py` identifies kept copies so), and
     the format its new files can be read back in (None: they cannot be read alone); `missing`
     for a relation the catalog does not have."""
     try:
@@ -309,7 +309,7 @@ def _new_files(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
 def shape_reason(plan: QueryPlan, appended: set[TableName]) -> str | None:
     """Why the plan cannot continue from a stored state after appends to `appended`, or None.
     Continuing is proven for one recursive group of set or min/max relations whose branches
-    each read an appended table at most once (`recsql.executor.seeded`)."""
+    each read an appended table at most once (`recsql.executor.strategies.seeded`)."""
     groups = plan.groups
     if len(groups) != 1:
         return (f"the query has {len(groups)} recursive groups (strata): only a query of one "

@@ -31,7 +31,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
-from recsql.executor.spark_sql import from_spark_error, quiet_pyspark_error_logs
+from recsql.executor.loop.spark_sql import from_spark_error, quiet_pyspark_error_logs
 from recsql.planner.names import TableName
 from recsql.statements.views import PART_LENGTH
 

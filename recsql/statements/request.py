@@ -8,8 +8,8 @@ from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
 
+from recsql.executor.loop.stats import IterationStats
 from recsql.executor.run import Executor
-from recsql.executor.stats import IterationStats
 from recsql.parser import Statement
 from recsql.planner import QueryPlan
 from recsql.settings import Settings

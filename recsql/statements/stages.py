@@ -14,7 +14,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from recsql.executor.analysis import AnalysedPlan
-from recsql.executor.spark_sql import quiet_pyspark_error_logs
+from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs
 from recsql.planner import QueryPlan, plan_query
 from recsql.planner.views import Expansion, expand_views
 from recsql.statements.request import Request, Result

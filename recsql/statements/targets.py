@@ -7,7 +7,7 @@ import contextlib
 from pyspark.errors import AnalysisException
 from sqlglot import exp
 
-from recsql.executor.spark_sql import from_spark_error
+from recsql.executor.loop.spark_sql import from_spark_error
 from recsql.planner.checks import locate_name
 
 

@@ -26,7 +26,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from recsql.executor.spark_types import type_sql
+from recsql.executor.analysis.spark_types import type_sql
 from recsql.planner.catalog import StoredView
 
 DEFINITION = "recsql.definition"

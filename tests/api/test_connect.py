@@ -117,7 +117,7 @@ def test_a_cached_table_over_connect_is_kept_until_it_changes(connect, caplog):
 
     def sssp(edges):
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+        with caplog.at_level(logging.INFO, logger="recsql.executor.state.bases"):
             rows = recsql.sql(
                 "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT k_edge.Dst, "
                 "path.Cost + k_edge.Cost FROM path, k_edge WHERE path.Dst = k_edge.Src) "
@@ -153,7 +153,7 @@ def test_a_file_table_over_connect_is_kept_by_its_files(connect, caplog, tmp_pat
     kept = []
     for _ in range(2):
         caplog.clear()
-        with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+        with caplog.at_level(logging.INFO, logger="recsql.executor.state.bases"):
             rows = recsql.sql(
                 "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT f_edge.Dst, "
                 "path.Cost + f_edge.Cost FROM path, f_edge WHERE path.Dst = f_edge.Src) "

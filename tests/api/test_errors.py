@@ -215,7 +215,7 @@ def test_type_and_ambiguity_errors_point_at_the_users_text(spark, condition, q, 
 
 def test_a_failure_to_find_the_place_still_reports_sparks_error(spark, monkeypatch):
     """Finding the place is a courtesy: if it fails, the user still gets Spark's error."""
-    from recsql.executor import spark_sql
+    from recsql.executor.loop import spark_sql
 
     def broken(*args):
         raise RuntimeError("a bug in the locator")
@@ -292,7 +292,7 @@ def test_the_users_own_spark_errors_stay_spark_errors_after_recsql():
     'errorClass'`. In a fresh interpreter: no earlier error of the suite made the loggers."""
     script = textwrap.dedent("""
         from pyspark.logger import PySparkLogger
-        from recsql.executor.spark_sql import quiet_pyspark_error_logs
+        from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs
         with quiet_pyspark_error_logs():
             pass
         for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):

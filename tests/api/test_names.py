@@ -15,7 +15,7 @@ from pyspark.errors import AnalysisException
 
 import recsql
 from recsql import RecSQLAnalysisError
-from recsql.executor.spark_sql import quiet_pyspark_error_logs
+from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs
 from tests.api.test_errors import assert_points_at
 
 DB = "names_db"
@@ -192,7 +192,7 @@ def test_missing_table_is_sparks_error_named_as_written(spark, catalog, place, m
 def test_checkpoint_fingerprints_tell_tables_of_one_name_apart(spark, catalog, use):
     """A checkpoint of `roads` under `USE names_db` is never resumed for `roads` under another
     schema, nor one of `names_db.links` for the one-part `` `names_db.links` ``."""
-    from recsql.executor.recovery import fingerprint, read_relations
+    from recsql.executor.strategies.recovery import fingerprint, read_relations
     from recsql.parser import parse_statement
     from recsql.planner import plan_query
     from recsql.settings import Settings

@@ -18,7 +18,7 @@ from pyspark.errors import AnalysisException
 
 import recsql
 from recsql import RecSQLAnalysisError
-from recsql.executor.spark_sql import quiet_pyspark_error_logs
+from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs
 
 N = 40
 

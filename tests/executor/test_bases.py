@@ -1,4 +1,4 @@
-"""Base tables kept across statements (`recsql.executor.bases`): a later statement over the same
+"""Base tables kept across statements (`recsql.executor.state.bases`): a later statement over the same
 unchanged table joins the kept pre-partitioned copy (the Spark loop) or reads the kept driver
 copy (the default path, where these small fixpoints run wholly on the driver), and any change to
 the table (its files, the view's DataFrame) gives a fresh copy, with every answer checked against
@@ -13,7 +13,7 @@ import pytest
 from conftest import unique_name
 
 import recsql
-from recsql.executor import index
+from recsql.executor.strategies import index
 
 # Both kinds of copy: the Spark loop's partitioned one, and the driver's (default settings).
 PATHS = {"spark_loop": {"spark.recsql.endgame.enabled": "false"}, "default": {}}
@@ -42,7 +42,7 @@ def sssp(spark, table: str, caplog, path: dict, **conf) -> tuple[set[tuple], boo
     """The answer on `path`, and whether the statement read a kept copy of `table`."""
     conf = {**path, **conf}
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+    with caplog.at_level(logging.INFO, logger="recsql.executor.state.bases"):
         df = recsql.sql(SSSP.replace("{t}", table), spark=spark, conf=conf)
         answer = {tuple(r) for r in df.collect()}
     return answer, any(KEPT in r.getMessage() and table in r.getMessage() for r in caplog.records)
@@ -186,7 +186,7 @@ def test_a_statement_with_keeping_off_leaves_a_kept_copy_cached(spark, tmp_path,
 
 def test_what_a_plan_reads_is_told_by_its_leaves(spark, tmp_path):
     # a file scan, rows the plan holds, a cache anywhere, an RDD (which can read anything)
-    from recsql.executor.bases import CACHE, FILES, OTHER, plan_reads
+    from recsql.executor.state.bases import CACHE, FILES, OTHER, plan_reads
 
     path = str(tmp_path / unique_name("leaves"))
     spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").write.parquet(path)
@@ -209,7 +209,7 @@ def test_plans_explained_side_by_side_leave_stdout_as_it_was(spark, tmp_path):
     import sys
     import threading
 
-    from recsql.executor.bases import FILES, plan_reads
+    from recsql.executor.state.bases import FILES, plan_reads
 
     path = str(tmp_path / unique_name("side_by_side"))
     spark.createDataFrame(EDGES, "Src BIGINT, Dst BIGINT, Cost BIGINT").write.parquet(path)

@@ -8,7 +8,7 @@ import pytest
 from conftest import rows
 
 import recsql
-from recsql.executor.spark_sql import as_dataframe_calls, render, run_sql
+from recsql.executor.loop.spark_sql import as_dataframe_calls, render, run_sql
 from recsql.parser import parse_statement
 
 BOUND = [(1, 10, "a"), (2, None, "b"), (3, 30, None), (4, 10, "{d}")]

@@ -27,7 +27,7 @@ from recsql.executor.endgame.decide import (
     pull_fits,
     row_bytes,
 )
-from recsql.executor.rollover import MAX_SLICES, slice_count
+from recsql.executor.strategies.rollover import MAX_SLICES, slice_count
 from recsql.settings import Settings
 
 DEFAULTS = Settings()

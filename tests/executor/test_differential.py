@@ -4,7 +4,7 @@ error. The Spark loop is the oracle here because it is Spark's own evaluation of
 
 Property-based: hypothesis writes recursive branches over typed columns (integers at their
 limits, decimals, doubles with NaN and infinities, unicode strings, dates, booleans, NULLs,
-zeros and negatives); whatever the allowlist (recsql/executor/driver_sql.py) lets onto the
+zeros and negatives); whatever the allowlist (recsql/executor/endgame/driver_sql.py) lets onto the
 driver must agree with Spark, and whatever it keeps on Spark agrees trivially."""
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def ancestors(graph: list[tuple[int, int]], v: int) -> set[int]:
 def ask(spark, view: str, v: int, caplog) -> tuple[set[int], bool]:
     """The answer, and whether the statement read a kept driver copy."""
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="recsql.executor.bases"):
+    with caplog.at_level(logging.INFO, logger="recsql.executor.state.bases"):
         answer = {r[0] for r in recsql.sql(ASK.format(view=view, v=v), spark=spark).collect()}
     return answer, any(KEPT in r.getMessage() and "pulled" in r.getMessage() for r in caplog.records)
 

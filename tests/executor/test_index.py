@@ -1,4 +1,4 @@
-"""Adjacency index (recsql/executor/index.py, on by default): a branch that joins its delta with
+"""Adjacency index (recsql/executor/strategies/index.py, on by default): a branch that joins its delta with
 one base table on the key runs in its direct form, the delta joined with the base copy grouped by
 key, then unnested. Answers are checked against plain-Python oracles; the
 statistics say which iterations read the index. Its placement (no shuffle but the candidates')
@@ -12,7 +12,7 @@ import pytest
 from sqlglot import exp, parse_one
 
 import recsql
-from recsql.executor.index import direct_select
+from recsql.executor.strategies.index import direct_select
 from tests import oracles
 from tests.executor.test_placement import CC, SSSP
 

@@ -1,11 +1,11 @@
-"""The plain CTEs only the final query reads are written into it (Runner.execute runs one Spark
+"""The plain CTEs only the final query reads are written into it (IterationRunner.execute runs one Spark
 query for them): which view steps are inlined, and the text Spark gets (no Spark here; every
 end-to-end test of a CTE or a recursive view over a recursion runs the inlined form)."""
 
 from __future__ import annotations
 
+from recsql.executor.loop.spark_sql import render
 from recsql.executor.run import inline_trailing_views
-from recsql.executor.spark_sql import render
 from recsql.parser import parse_statement
 from recsql.planner import DictCatalog, GroupStep, ViewStep, plan_query
 

@@ -7,7 +7,7 @@ import networkx as nx
 import pytest
 
 import recsql
-from recsql.executor.joinside import (
+from recsql.executor.strategies.joinside import (
     BROADCAST_BASE,
     BROADCAST_DELTA,
     SHUFFLE,

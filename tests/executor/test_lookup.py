@@ -1,4 +1,4 @@
-"""Key lookup (recsql/executor/lookup.py): a tiny delta reads only the base rows it joins. Answers
+"""Key lookup (recsql/executor/strategies/lookup.py): a tiny delta reads only the base rows it joins. Answers
 are checked against plain-Python oracles; the statistics say which iterations looked up."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from conftest import setting
 
 import recsql
-from recsql.executor.lookup import MAX_KEYS
+from recsql.executor.strategies.lookup import MAX_KEYS
 from tests import oracles
 
 # The Spark loop (the `spark_loop` fixture); the lookup is on by default, and serves a branch the

@@ -1,4 +1,4 @@
-"""The state stays placed by its group key from the base step on (recsql/executor/state.py): each
+"""The state stays placed by its group key from the base step on (recsql/executor/state/relations.py): each
 iteration's merge shuffles only its candidates, the state and its delta stay where they are.
 
 A checkpoint records the partitioning of the plan it ran, and the next iteration relies on it.
@@ -14,7 +14,7 @@ import re
 import pytest
 
 import recsql
-from recsql.executor import fixpoint
+from recsql.executor.loop import fixpoint
 from tests import oracles
 
 pytestmark = pytest.mark.usefixtures("spark_loop")

@@ -13,8 +13,8 @@ from sqlglot import parse_one
 import recsql
 from recsql import RecSQLError
 from recsql.executor import analysis
-from recsql.executor.plain_types import plain_types
-from recsql.executor.spark_sql import quiet_pyspark_error_logs, render
+from recsql.executor.analysis.plain_types import plain_types
+from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs, render
 
 # view -> schema; `q` shares names with `p` (ambiguity), `dup` has `a` and `A`
 VIEWS = {

@@ -19,8 +19,8 @@ import pytest
 from conftest import rows, unique_name
 
 import recsql
-from recsql.executor import recovery
-from recsql.executor.fixpoint import GroupRun
+from recsql.executor.loop.fixpoint import GroupRun
+from recsql.executor.strategies import recovery
 
 # This file tests the Spark loop's own machinery: every iteration runs on Spark.
 pytestmark = pytest.mark.usefixtures("spark_loop")

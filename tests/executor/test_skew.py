@@ -1,4 +1,4 @@
-"""Spatial balance (recsql/executor/skew.py): heavy join keys split over partitions give the same
+"""Spatial balance (recsql/executor/strategies/skew.py): heavy join keys split over partitions give the same
 answers as the unbalanced join, checked against independent oracles, and are actually split."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from oracles import count_paths_dag, dijkstra, transitive_closure
 
 import recsql
-from recsql.executor.skew import as_keys, balance, heavy
+from recsql.executor.strategies.skew import as_keys, balance, heavy
 
 # This file tests the Spark loop's own machinery: every iteration runs on Spark.
 pytestmark = pytest.mark.usefixtures("spark_loop")

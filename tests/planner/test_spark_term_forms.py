@@ -9,7 +9,7 @@ import pytest
 import sqlglot
 
 from recsql.errors import RecSQLAnalysisError
-from recsql.executor.driver_sql import Untranslatable, check_forms
+from recsql.executor.endgame.driver_sql import Untranslatable, check_forms
 from recsql.parser import parse_statement
 from recsql.planner import DELTA, DictCatalog, plan_query
 from recsql.planner.seeds import is_seeded, shift_seeds

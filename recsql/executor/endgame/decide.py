@@ -17,10 +17,10 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
-from recsql.executor import bases
-from recsql.executor.driver_sql import Untranslatable, check_forms
+from recsql.executor.endgame.driver_sql import Untranslatable, check_forms
 from recsql.executor.endgame.translate import branch_relations
-from recsql.executor.loop import Loop
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.state import bases
 from recsql.settings import Settings, byte_size
 
 log = logging.getLogger(__name__)

@@ -21,9 +21,6 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
-from recsql.executor import bases
-from recsql.executor.action import spark_job
-from recsql.executor.driver_sql import Untranslatable
 from recsql.executor.endgame import database
 from recsql.executor.endgame.database import BaseCopy
 from recsql.executor.endgame.decide import (
@@ -35,12 +32,15 @@ from recsql.executor.endgame.decide import (
     relations,
     row_bytes,
 )
+from recsql.executor.endgame.driver_sql import Untranslatable
 from recsql.executor.endgame.merges import Merge, Rounds, empty_table, merge_for, rounds_for
 from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
-from recsql.executor.loop import Loop
-from recsql.executor.session import overridden_conf
-from recsql.executor.state import ContributorState, RelationState
-from recsql.executor.stats import IterationStats
+from recsql.executor.loop.action import spark_job
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.loop.session import overridden_conf
+from recsql.executor.loop.stats import IterationStats
+from recsql.executor.state import bases
+from recsql.executor.state.relations import ContributorState, RelationState
 from recsql.planner.model import DELTA, CTEPlan
 
 log = logging.getLogger(__name__)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pyspark.sql.types import DoubleType, FloatType, StructType
 from sqlglot import exp
 
-from recsql.executor.driver_sql import Untranslatable
 from recsql.executor.endgame.database import own
+from recsql.executor.endgame.driver_sql import Untranslatable
 from recsql.executor.endgame.translate import duck_type
-from recsql.executor.state import (
+from recsql.executor.state.relations import (
     BEST,
     CONTRIB,
     BagState,

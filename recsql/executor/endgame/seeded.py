@@ -1,4 +1,4 @@
-"""A materialized view's refresh after appends, continued on the driver (`executor/seeded.py`
+"""A materialized view's refresh after appends, continued on the driver (`executor/strategies/seeded.py`
 says why continuing from the stored fixpoint is sound).
 
 When the stored state and the base tables fit the driver budget, no Spark job runs at all but
@@ -22,11 +22,11 @@ from typing import Any
 
 from sqlglot import exp
 
-from recsql.executor.driver_sql import Untranslatable
 from recsql.executor.endgame.decide import RunInfo, available_memory, driver_budget, held_bytes, row_bytes
 from recsql.executor.endgame.driver import _Driver, finish_on_driver
+from recsql.executor.endgame.driver_sql import Untranslatable
 from recsql.executor.endgame.translate import branch_relations, duck_type, prepare
-from recsql.executor.loop import Loop
+from recsql.executor.loop.protocols import Loop
 from recsql.planner.model import CTEPlan
 from recsql.planner.names import TableName
 

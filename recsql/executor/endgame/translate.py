@@ -30,10 +30,10 @@ from pyspark.sql.types import (
 )
 from sqlglot import exp
 
-from recsql.executor.driver_sql import Untranslatable, check_forms, check_types, strict_casts
-from recsql.executor.loop import Loop
-from recsql.executor.spark_types import INTEGRAL_SQL
-from recsql.executor.state import CONTRIB
+from recsql.executor.analysis.spark_types import INTEGRAL_SQL
+from recsql.executor.endgame.driver_sql import Untranslatable, check_forms, check_types, strict_casts
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.state.relations import CONTRIB
 from recsql.planner.model import DELTA, Branch, CTEPlan
 from recsql.planner.names import TableName, is_cte_reference
 

@@ -24,10 +24,10 @@ from sqlglot import exp
 
 from recsql.executor.endgame.decide import last_iteration
 from recsql.executor.endgame.seeded import SeedFiles, continue_on_driver
-from recsql.executor.fixpoint import GroupRun
-from recsql.executor.loop import Context
+from recsql.executor.loop.fixpoint import GroupRun
+from recsql.executor.loop.protocols import Context
 from recsql.executor.run import GroupStart
-from recsql.executor.state import RelationState, union_all
+from recsql.executor.state.relations import RelationState, union_all
 from recsql.planner.model import Branch, CTEPlan, GroupStep
 from recsql.planner.names import TableName
 

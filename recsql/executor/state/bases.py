@@ -50,7 +50,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from recsql.executor.loop import Context, PartitionedBase
+from recsql.executor.loop.protocols import Context, PartitionedBase
 from recsql.planner.model import base_key
 from recsql.planner.names import TableName
 

@@ -14,9 +14,10 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Observation
 
-from recsql.executor import failures, recovery
-from recsql.executor.loop import Loop
-from recsql.executor.state import PARTITION, RelationState, with_partition
+from recsql.executor.loop import failures
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.state.relations import PARTITION, RelationState, with_partition
+from recsql.executor.strategies import recovery
 from recsql.planner.model import CTEPlan
 
 _names = count()

@@ -16,13 +16,15 @@ from pyspark.sql.types import StructType
 from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
-from recsql.executor import bases, endgame, index, joinside, lookup, recovery, rollover, skew
-from recsql.executor.action import aggregate, checkpoint_merge, spark_job
+from recsql.executor import endgame
 from recsql.executor.analysis import check_width, with_contributor
-from recsql.executor.limits import SparkLimits
-from recsql.executor.loop import Context, PartitionedBase, Rider, Runner
-from recsql.executor.spark_sql import describe_jobs, render, run_sql
-from recsql.executor.state import (
+from recsql.executor.loop.action import aggregate, checkpoint_merge, spark_job
+from recsql.executor.loop.limits import SparkLimits
+from recsql.executor.loop.protocols import Context, IterationRunner, PartitionedBase, Rider
+from recsql.executor.loop.spark_sql import describe_jobs, render, run_sql
+from recsql.executor.loop.stats import IterationStats
+from recsql.executor.state import bases
+from recsql.executor.state.relations import (
     CONTRIB,
     PARTITION,
     RelationState,
@@ -30,7 +32,7 @@ from recsql.executor.state import (
     union_all,
     with_partition,
 )
-from recsql.executor.stats import IterationStats
+from recsql.executor.strategies import index, joinside, lookup, recovery, rollover, skew
 from recsql.planner import doubling, seeds
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
 from recsql.planner.names import TableName
@@ -64,7 +66,7 @@ class GroupRun:
         # The ways to run the next iteration(s), asked in this order; the first that does not
         # decline runs them: the rest of the fixpoint on the driver, the next iteration in
         # slices, the next iteration whole on Spark (never declines).
-        self.runners: tuple[Runner, ...] = (self.driver, sliced, Whole(self))
+        self.runners: tuple[IterationRunner, ...] = (self.driver, sliced, Whole(self))
         # What rides on a whole iteration's one action, in this order: heavy keys and the join's
         # balance (for the next iteration's split), the join output and its next estimate (for
         # the next iteration's roll-over decision), a tiny next delta's join keys (for the next
@@ -192,7 +194,7 @@ class GroupRun:
     def start(self) -> int:
         """Bring the states to the end of a first iteration and return it: resumed from the
         latest checkpoint, the whole fixpoint on the driver, or the base step (a refresh of a
-        materialized view starts from its stored state instead: `executor/seeded.py`)."""
+        materialized view starts from its stored state instead: `executor/strategies/seeded.py`)."""
         iteration = self.checkpoints.resume()
         if iteration is None:
             iteration = self.driver.run_whole()

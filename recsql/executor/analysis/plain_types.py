@@ -50,8 +50,8 @@ from pyspark.sql.types import (
 )
 from sqlglot import exp
 
-from recsql.executor.driver_sql import ALLOWED_NODES, plain_number
-from recsql.executor.spark_types import family
+from recsql.executor.analysis.spark_types import family
+from recsql.executor.endgame.driver_sql import ALLOWED_NODES, plain_number
 
 PLAIN_NODES: frozenset[type[exp.Expression]] = ALLOWED_NODES - {
     exp.Mul, exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,

@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
-from recsql.executor.limits import SparkLimits
-from recsql.executor.state import RelationState
-from recsql.executor.stats import IterationStats
+from recsql.executor.loop.limits import SparkLimits
+from recsql.executor.loop.stats import IterationStats
+from recsql.executor.state.relations import RelationState
 from recsql.planner.model import BaseKey, Branch, CTEPlan, GroupStep
 from recsql.planner.names import TableName
 from recsql.settings import Settings
@@ -116,7 +116,7 @@ class Rider(Protocol):
         ...
 
 
-class Runner(Protocol):
+class IterationRunner(Protocol):
     """One way to run a fixpoint's next iteration(s); `fixpoint.GroupRun.runners` lists them in
     the order they are asked."""
 

@@ -41,10 +41,10 @@ from pyspark.sql.types import (
     YearMonthIntervalType,
 )
 
-from recsql.executor import joinside
-from recsql.executor.lookup import SKETCH_ITEMS, field_named, key_filter, top_k
-from recsql.executor.loop import Loop
-from recsql.executor.state import RelationState
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.state.relations import RelationState
+from recsql.executor.strategies import joinside
+from recsql.executor.strategies.lookup import SKETCH_ITEMS, field_named, key_filter, top_k
 from recsql.planner.model import DELTA, BaseKey, BaseRelation, Branch, CTEPlan, Ref
 from recsql.settings import Settings
 

@@ -22,11 +22,11 @@ from pyspark.sql.types import DataType, StructField, StructType
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
-from recsql.executor.loop import Context
-from recsql.executor.plain_types import plain_types
-from recsql.executor.spark_sql import query_df, quiet_pyspark_error_logs, render, run_sql
-from recsql.executor.spark_types import castable, orderable, quoted, sum_type, type_sql, widened
-from recsql.executor.state import CONTRIB, empty
+from recsql.executor.analysis.plain_types import plain_types
+from recsql.executor.analysis.spark_types import castable, orderable, quoted, sum_type, type_sql, widened
+from recsql.executor.loop.protocols import Context
+from recsql.executor.loop.spark_sql import query_df, quiet_pyspark_error_logs, render, run_sql
+from recsql.executor.state.relations import CONTRIB, empty
 from recsql.planner.locate import locate
 from recsql.planner.model import Branch, CTEPlan, GroupStep, QueryPlan, ViewStep, cte_binding
 

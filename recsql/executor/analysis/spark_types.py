@@ -28,7 +28,7 @@ from pyspark.sql.types import (
 )
 from sqlglot import exp
 
-from recsql.executor.state import empty  # the session's cached empty relations
+from recsql.executor.state.relations import empty  # the session's cached empty relations
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 NUMBERS = (*INTEGRAL, FloatType, DoubleType, DecimalType)

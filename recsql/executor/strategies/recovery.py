@@ -34,9 +34,9 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLError, RecSQLExecutionError
-from recsql.executor.bases import FILES, file_identity, forget, plan_reads, release, row_identity, scope
-from recsql.executor.loop import Loop
-from recsql.executor.state import ContributorState, RelationState
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.state.bases import FILES, file_identity, forget, plan_reads, release, row_identity, scope
+from recsql.executor.state.relations import ContributorState, RelationState
 from recsql.planner.names import TableName
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 
 from sqlglot import exp
 
-from recsql.executor.spark_types import family_of_name
+from recsql.executor.analysis.spark_types import family_of_name
 
 # Node types a translatable branch may contain (exact types: a subclass is a different form).
 ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset({

@@ -45,18 +45,18 @@ from itertools import count
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from recsql.executor import joinside
-from recsql.executor.action import aggregate, checkpoint_merge
-from recsql.executor.loop import Loop
-from recsql.executor.spark_sql import describe_jobs
-from recsql.executor.state import (
+from recsql.executor.loop.action import aggregate, checkpoint_merge
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.loop.spark_sql import describe_jobs
+from recsql.executor.loop.stats import IterationStats
+from recsql.executor.state.relations import (
     PARTITION,
     BagState,
     RelationState,
     SetState,
     with_partition,
 )
-from recsql.executor.stats import IterationStats
+from recsql.executor.strategies import joinside
 from recsql.planner.model import DELTA, BaseKey, BaseRelation, Branch, CTEPlan
 
 HEAVY_KEYS = 1000  # base join keys whose degree is kept exactly

@@ -38,8 +38,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from recsql.executor.loop import Loop
-from recsql.executor.state import RelationState
+from recsql.executor.loop.protocols import Loop
+from recsql.executor.state.relations import RelationState
 from recsql.planner.model import DELTA, Branch, CTEPlan
 
 # `col IN (...)` is compared element by element on every row of the batches it keeps, so the

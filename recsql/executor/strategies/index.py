@@ -28,11 +28,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from recsql.executor.action import aggregate, spark_job
-from recsql.executor.lookup import field_named
-from recsql.executor.loop import Loop, PartitionedBase
-from recsql.executor.spark_sql import render, run_sql
-from recsql.executor.state import RelationState
+from recsql.executor.loop.action import aggregate, spark_job
+from recsql.executor.loop.protocols import Loop, PartitionedBase
+from recsql.executor.loop.spark_sql import render, run_sql
+from recsql.executor.state.relations import RelationState
+from recsql.executor.strategies.lookup import field_named
 from recsql.planner import seeds
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref, RefJoin
 
