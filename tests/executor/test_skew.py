@@ -11,8 +11,10 @@ from oracles import count_paths_dag, dijkstra, transitive_closure
 import recsql
 from recsql.executor.strategies.skew import as_keys, balance, heavy
 
-# This file tests the Spark loop's own machinery: every iteration runs on Spark.
-pytestmark = pytest.mark.usefixtures("spark_loop")
+# This file tests the Spark loop's own machinery: every iteration runs on Spark. Splitting heavy
+# keys is off by default (`spark.recsql.skew.enabled`), so its tests run with `-m slow`, which
+# keeps the default suite within its 20 minutes.
+pytestmark = [pytest.mark.usefixtures("spark_loop"), pytest.mark.slow]
 
 # Balancing forced on: every key with a row is heavy (then the sketch's top keys are split).
 FORCED = {"spark.recsql.skew.enabled": "true", "spark.recsql.skew.minRows": "1",

@@ -11,7 +11,10 @@ from nbformat.v4 import new_code_cell, new_notebook
 from tests.api.test_connect import EDGES
 from tests.notebooks.kernel import execute, progress
 
-pytestmark = pytest.mark.timeout(1200)
+# A second kernel and a Connect server: with `-m slow`, so the default suite keeps its 20
+# minutes; the magic's classic path runs in test_notebook.py, recsql over Connect in
+# tests/api/test_connect.py.
+pytestmark = [pytest.mark.timeout(1200), pytest.mark.slow]
 
 SSSP = ("%%recsql -o paths\n"
         "WITH recursive path (Dst, min() AS Cost) AS (SELECT {source}, 0) UNION\n"

@@ -116,6 +116,7 @@ def test_doubling_cuts_the_rounds_of_a_long_chain(spark, view):
     assert len(doubled.stats) - 1 <= 7
 
 
+@pytest.mark.slow  # skew splitting is off by default: with `-m slow`, as tests/executor/test_skew.py
 @pytest.mark.usefixtures("spark_loop")
 def test_doubling_with_roll_over_and_skew_splitting_forced(spark, view):
     """Roll-over slices only linear rounds and skew splitting only base joins: forcing both
