@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 from sqlglot import exp
 
-from recsql.executor import analysis
-from recsql.executor.analysis import AnalysedPlan
+from recsql.executor.analysis import stage as analysis
+from recsql.executor.analysis.stage import AnalysedPlan
 from recsql.executor.loop.action import aggregate
 from recsql.executor.loop.fixpoint import GroupRun
 from recsql.executor.loop.protocols import Context, PartitionedBase

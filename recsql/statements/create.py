@@ -15,7 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
-from recsql.executor.analysis import AnalysedPlan
+from recsql.executor.analysis.stage import AnalysedPlan
 from recsql.executor.loop.spark_sql import from_spark_error, quiet_pyspark_error_logs, render
 from recsql.planner import QueryPlan
 from recsql.planner.locate import locate

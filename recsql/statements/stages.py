@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from recsql.executor.analysis import AnalysedPlan
+from recsql.executor.analysis.stage import AnalysedPlan
 from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs
 from recsql.planner import QueryPlan, plan_query
 from recsql.planner.views import Expansion, expand_views
@@ -37,7 +37,7 @@ def plan(request: Request, bound: Expansion) -> QueryPlan | None:
 def analyse(request: Request, plan: QueryPlan) -> AnalysedPlan:
     """The plan as the executor receives it: every recursive group's head types, inferred as
     Spark types a UNION, and every error that needs them, at its place
-    (`recsql.executor.analysis`). Spark analyses the branches; no Spark job runs."""
+    (`recsql.executor.analysis.stage`). Spark analyses the branches; no Spark job runs."""
     with quiet_pyspark_error_logs():
         return request.executor.analyse(plan)
 

@@ -12,7 +12,7 @@ from sqlglot import parse_one
 
 import recsql
 from recsql import RecSQLError
-from recsql.executor import analysis
+from recsql.executor.analysis import stage as analysis
 from recsql.executor.analysis.plain_types import plain_types
 from recsql.executor.loop.spark_sql import quiet_pyspark_error_logs, render
 

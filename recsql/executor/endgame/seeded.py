@@ -74,7 +74,7 @@ class _SeededDriver(_Driver):
         # the appended table whole (as Arrow, registered as a pulled relation is), and its new
         # rows, straight from its files: no Spark job
         self.sql(_from_files(self.appended[key], self.files.added[key[1]], df.schema))
-        rel = self.con.sql(_select_files(self.files.tables[key[1]], df.schema))
+        rel = self.con.sql(_select_files(self.files.tables[key[1]], df.schema).sql("duckdb", identify=True))
         return (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
 
     def pull(self) -> None:
@@ -82,15 +82,15 @@ class _SeededDriver(_Driver):
         run = self.run_
         relation_bytes = 0
         for key, (_name, df) in (self.info.relations or {}).items():
-            rows = self.sql(f'SELECT count(*) FROM {self.sources[key].sql("duckdb", identify=True)}')[0][0]
+            rows = self.sql(exp.select("count(*)").from_(self.sources[key].copy()))[0][0]
             relation_bytes += rows * row_bytes(df.schema)
         self.info.base_bytes = relation_bytes
         for cte in run.group.ctes:
             state = run.states[cte.key]
             self.sql(_from_files(self.names[cte.key]["all"], self.files.states[cte.key], state.schema,
-                                 create="INSERT INTO"))
-            self.totals[cte.key] = self.sql(
-                f'SELECT count(*) FROM "{self.names[cte.key]["all"]}"')[0][0]
+                                 insert=True))
+            self.totals[cte.key] = self.sql(exp.select("count(*)").from_(
+                exp.Table(this=exp.to_identifier(self.names[cte.key]["all"], quoted=True))))[0][0]
         state_bytes = sum(self.totals[c.key] * self.row_bytes[c.key] for c in run.group.ctes)
         if held_bytes(state_bytes, relation_bytes) > self.info.budget:
             raise Untranslatable("the stored state and the tables exceed the driver budget")
@@ -135,17 +135,22 @@ def _relations(run: Loop, branch: Any) -> list:
     return list(branch_relations(run.ctx.env, branch))
 
 
-def _from_files(table: str, files: list[str], schema: Any, create: str = "CREATE TEMP TABLE") -> str:
-    """The statement that loads the parquet `files` as `table`, in `schema`'s columns and types."""
+def _from_files(table: str, files: list[str], schema: Any, insert: bool = False) -> exp.Expr:
+    """The statement that loads the parquet `files` as the temporary table `table` (or, with
+    `insert`, into it), in `schema`'s columns and types."""
     select = _select_files(files, schema)
-    return f'{create} "{table}" {select}' if create.startswith("INSERT") else f'{create} "{table}" AS {select}'
+    target = exp.to_identifier(table, quoted=True)
+    if insert:
+        return exp.insert(select, exp.Table(this=target))
+    return exp.Create(this=exp.Table(this=target), kind="TABLE", expression=select,
+                      properties=exp.Properties(expressions=[exp.TemporaryProperty()]))
 
 
-def _select_files(files: list[str], schema: Any) -> str:
-    paths = ", ".join("'" + _local(f).replace("'", "''") + "'" for f in files)
-    columns = ", ".join(
-        f'CAST("{f.name}" AS {duck_type(f.dataType).sql("duckdb")}) AS "{f.name}"' for f in schema.fields)
-    return f"SELECT {columns} FROM read_parquet([{paths}])"
+def _select_files(files: list[str], schema: Any) -> exp.Select:
+    paths = exp.Array(expressions=[exp.Literal.string(_local(f)) for f in files])
+    return exp.select(*(
+        exp.cast(exp.column(f.name, quoted=True), duck_type(f.dataType)).as_(f.name, quoted=True)
+        for f in schema.fields)).from_(exp.func("read_parquet", paths))
 
 
 def _local(path: str) -> str:

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLExecutionError
 from recsql.executor import endgame
-from recsql.executor.analysis import check_width, with_contributor
+from recsql.executor.analysis.stage import check_width, with_contributor
 from recsql.executor.loop.action import aggregate, checkpoint_merge, spark_job
 from recsql.executor.loop.limits import SparkLimits
 from recsql.executor.loop.protocols import Context, IterationRunner, PartitionedBase, Rider
