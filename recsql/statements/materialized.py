@@ -131,7 +131,8 @@ def refresh(request: Request, name: TableName, *, full: bool = False) -> Result:
     stored = _stored(request.spark, name)
     current = _current_bases(request.spark, stored, full)
     sub, plan, bound = _plan(request, stored)
-    decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental)
+    decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental,
+                      request.settings.endgame_enabled)
     if decision.path == UNCHANGED:
         return request.command(plan=plan)
     seed = _seed(sub, stored, plan, decision, current) if decision.path == INCREMENTAL else None
@@ -153,7 +154,8 @@ def explain(request: Request, name: TableName, full: bool) -> Result:
     stored = _stored(request.spark, name)
     current = _current_bases(request.spark, stored, full)
     _, plan, bound = _plan(request, stored)
-    decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental)
+    decision = decide(stored, plan, current, full, bound, request.settings.refresh_incremental,
+                      request.settings.endgame_enabled)
     lines = [f"REFRESH MATERIALIZED VIEW {name}: {decision.path} refresh",
              f"  why: {decision.why}",
              f"  last refreshed: {stored.refreshed_at} ({stored.refreshed_how})",
@@ -238,14 +240,18 @@ class Decision:
     appended: dict[str, list[str]] = field(default_factory=dict)  # base -> its new files
     formats: dict[str, str] = field(default_factory=dict)  # appended base -> its files' format
     notes: dict[str, str] = field(default_factory=dict)  # base -> what changed in it
+    # rows were removed or rewritten: the stored fixpoint is re-derived (`_rederive`) from each
+    # changed base read whole from these files
+    rederive: dict[str, list[str]] = field(default_factory=dict)
 
 
 def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], full: bool,
-           bound: str, incremental: bool) -> Decision:
+           bound: str, incremental: bool, on_driver: bool = True) -> Decision:
     """The path of a refresh from the bases as stored and as they are now, and the plan (with
     `bound`, the digest of its definition with the recursive views it reads expanded);
     `incremental`: whether a refresh may continue the stored fixpoint at all
-    (`spark.recsql.refresh.incremental`)."""
+    (`spark.recsql.refresh.incremental`); `on_driver`: whether the driver may run a fixpoint
+    (`spark.recsql.endgame.enabled`), where a re-derivation after removed rows runs."""
     notes = {name: _change(stored.bases.get(name, {}), now) for name, now in current.items()}
     appended = {name: _new_files(stored.bases[name], now) for name, now in current.items()
                 if notes[name].endswith("appended")}
@@ -266,8 +272,7 @@ def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], 
     elif not (changed := [n for n, note in notes.items() if note != "unchanged"]):
         decision.path, decision.why = UNCHANGED, "no base relation changed since the last refresh"
     elif rewritten := [n for n in changed if n not in appended]:
-        decision.why = (f"files of base {rewritten[0]} were removed or rewritten since the last "
-                        "refresh (a delete or an update): only appends refresh incrementally yet")
+        _rederive(decision, stored, plan, current, changed, rewritten[0], incremental, on_driver)
     elif unreadable := [n for n in appended if n not in formats]:
         decision.why = (f"base {unreadable[0]} is partitioned or not parquet/orc: the rows of its "
                         "new files cannot be read alone yet")
@@ -286,6 +291,39 @@ def decide(stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]], 
                         "monotone: the fixpoint continues from its stored state, the new rows' "
                         "derivations its first delta")
     return decision
+
+
+def _rederive(decision: Decision, stored: Stored, plan: QueryPlan, current: dict[str, dict[str, Any]],
+              changed: list[str], rewritten: str, incremental: bool, on_driver: bool) -> None:
+    """The path after rows were removed or rewritten in `rewritten` (and maybe others changed):
+    a re-derivation of the stored fixpoint on the driver (`recsql.executor.endgame.seeded`),
+    which reads every changed base whole from its parquet files, else a full recompute. Which
+    rows were removed is not needed: the stored rows are checked against the tables as they are."""
+    what = (f"files of base {rewritten} were removed or rewritten since the last refresh (a "
+            "delete or an update)")
+    decision.formats = {n: current[n]["format"] for n in changed if current[n].get("format")}
+    not_parquet = [n for n in changed if decision.formats.get(n) != "parquet"]
+    if not_parquet:
+        decision.why = (f"{what}, and base {not_parquet[0]} is partitioned or not parquet: the "
+                        "driver re-derives from unpartitioned parquet files only")
+    elif reason := shape_reason(plan, set()):
+        decision.why = f"{what}: {reason}"
+    elif {c.key for g in plan.groups for c in g.ctes} != set(stored.states):
+        decision.why = f"{what}: no stored state matches the query's recursive relations"
+    elif not on_driver:
+        decision.why = (f"{what}: the stored state is re-derived on the driver only, and "
+                        "spark.recsql.endgame.enabled is false")
+    elif not incremental:
+        decision.why = (f"{what}: the stored fixpoint could be re-derived, but "
+                        "spark.recsql.refresh.incremental is false (true by default); SET "
+                        "spark.recsql.refresh.incremental = true to re-derive instead")
+    else:
+        decision.path = INCREMENTAL
+        decision.rederive = {n: [f[0] for f in current[n]["files"]] for n in changed}
+        decision.why = (f"{what}, and the query is monotone: on the driver, the stored rows the "
+                        "tables still derive are re-derived from the base rows up (no stored "
+                        "row kept by others it derives), then the fixpoint continues from them; "
+                        "a full recompute on Spark where the driver cannot hold them")
 
 
 def _change(before: dict[str, Any], now: dict[str, Any]) -> str:
@@ -438,6 +476,9 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision,
                 condition="RECSQL_MATERIALIZED_VIEW_STATE_MISMATCH")
         states[cte.key], rows[cte.key] = df, int(kept["rows"])
         state_files[cte.key] = df.inputFiles()
+    if decision.rederive:  # every changed base read whole from its files
+        tables = {TableName.parse(b): files for b, files in decision.rederive.items()}
+        return seeded.Seed(states, rows, {}, SeedFiles(state_files, rows, tables, {}, rederive=True))
     appended: dict[TableName, DataFrame] = {}
     for base, files in decision.appended.items():
         table = TableName.parse(base)

@@ -10,13 +10,20 @@ and runs the rest of the fixpoint as the endgame does. On Spark, the same start 
 and a checkpoint of the stored state and a pull of the tables (RMAT 2^16 SSSP, 0.1% appends:
 5.8 s against a full recompute's 2.0 s).
 
+After rows were removed or rewritten (a delete, an update), the same reads start a re-derivation
+instead (`_SeededDriver.rederived`): the stored rows that the tables as they are still derive,
+grounded from the base rows up, then the fixpoint continued from them. It runs on the driver
+only.
+
 Anything it cannot do (a format DuckDB does not read here, a branch it cannot translate, a state
-over the budget) leaves the run as it was, and the Spark path starts it instead."""
+over the budget) leaves the run as it was, and the Spark path starts it instead: from the stored
+state after appends, from the base step (a full recompute) after removals."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,12 +43,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class SeedFiles:
     """What DuckDB reads a seeded run's start from: per CTE key the stored state's parquet files
-    and their rows, and per appended table (all parquet) its files now and the files added since."""
+    and their rows, per changed table (all parquet) its files now, and per appended table the
+    files added since. `rederive`: rows were removed or rewritten, so the run re-derives what
+    still stands instead (`_SeededDriver.rederived`); `added` is then empty."""
 
     states: dict[str, list[str]]
     rows: dict[str, int]
     tables: dict[TableName, list[str]]
     added: dict[TableName, list[str]]
+    rederive: bool = False
 
 
 def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
@@ -61,20 +71,25 @@ def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
 
 class _SeededDriver(_Driver):
     """The endgame's driver, its states loaded from the stored fixpoint and its first delta made
-    from the appended rows (`start_from_seed`) rather than by the base step."""
+    from the appended rows (`start_from_seed`) rather than by the base step; or, when rows were
+    removed or rewritten, its states re-derived from what still stands (`rederived`)."""
 
     def __init__(self, run: Loop, info: RunInfo, files: SeedFiles) -> None:
         self.files = files
         self.appended = {("table", table): f"rq_appended_{i}" for i, table in enumerate(files.added)}
+        self.stored: dict[str, str] = {}  # cte key -> the stored state's table (re-deriving)
+        self.grounding = False  # re-deriving: candidates are kept only where they are stored rows
         super().__init__(run, info, from_start=False)
 
     def pull_relation(self, key: tuple, name: str, df: Any) -> Any:
-        if key not in self.appended:
+        table = key[1] if key[0] == "table" else None
+        if table not in self.files.tables:
             return super().pull_relation(key, name, df)
-        # the appended table whole (as Arrow, registered as a pulled relation is), and its new
+        # the changed table whole (as Arrow, registered as a pulled relation is), and its new
         # rows, straight from its files: no Spark job
-        self.sql(_from_files(self.appended[key], self.files.added[key[1]], df.schema))
-        rel = self.con.sql(_select_files(self.files.tables[key[1]], df.schema).sql("duckdb", identify=True))
+        if key in self.appended:
+            self.sql(_from_files(self.appended[key], self.files.added[table], df.schema))
+        rel = self.con.sql(_select_files(self.files.tables[table], df.schema).sql("duckdb", identify=True))
         return (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
 
     def pull(self) -> None:
@@ -85,34 +100,82 @@ class _SeededDriver(_Driver):
             rows = self.sql(exp.select("count(*)").from_(self.sources[key].copy()))[0][0]
             relation_bytes += rows * row_bytes(df.schema)
         self.info.base_bytes = relation_bytes
-        for cte in run.group.ctes:
+        stored = 0
+        for i, cte in enumerate(run.group.ctes):
             state = run.states[cte.key]
-            self.sql(_from_files(self.names[cte.key]["all"], self.files.states[cte.key], state.schema,
-                                 insert=True))
-            self.totals[cte.key] = self.sql(exp.select("count(*)").from_(
-                exp.Table(this=exp.to_identifier(self.names[cte.key]["all"], quoted=True))))[0][0]
-        state_bytes = sum(self.totals[c.key] * self.row_bytes[c.key] for c in run.group.ctes)
-        if held_bytes(state_bytes, relation_bytes) > self.info.budget:
+            # re-deriving, the stored rows are what the states may keep; else they are the states
+            table = f"rq_s{i}_stored" if self.files.rederive else self.names[cte.key]["all"]
+            self.sql(_from_files(table, self.files.states[cte.key], state.schema,
+                                 insert=not self.files.rederive))
+            rows = self.sql(exp.select("count(*)").from_(_table(table)))[0][0]
+            stored += rows * self.row_bytes[cte.key]
+            if self.files.rederive:
+                self.stored[cte.key] = table
+                self.base_sql[cte.key] = [
+                    prepare(self.con, run, cte, branch, self.sources, self.names).variants[0][1]
+                    for branch in cte.base_branches]
+            else:
+                self.totals[cte.key] = rows
+        if held_bytes(stored, relation_bytes) > self.info.budget:
             raise Untranslatable("the stored state and the tables exceed the driver budget")
 
     def iterate(self, iteration: int | None) -> list:
         """The first delta from the appended rows, then the loop as the endgame runs it."""
-        stats: list = []
-        started = self.started
+        if self.files.rederive:
+            return self.rederived()
         firsts = {cte.key: self.seeded_candidates(cte) for cte in self.run_.group.ctes}
+        return self.first_then_loop(firsts, 0, [])
+
+    def first_then_loop(self, firsts: dict[str, str | None], iteration: int, stats: list) -> list:
+        """Merge each CTE's first candidates as iteration `iteration`, then loop."""
+        started = self.started
         for cte in self.run_.group.ctes:
             first = firsts[cte.key]
             if first is not None:
                 self.merge(cte, first)
             else:
                 self.no_change(cte)
-            self.report(stats, cte, 0, started)
+            self.report(stats, cte, iteration, started)
             started = time.perf_counter()
         if self.outgrown():
             return stats
         # the loop's first iteration reports its own time, the pull reported with iteration 0
         self.started, self.pull_seconds = time.perf_counter(), 0.0
-        return stats + super().iterate(0)
+        return stats + super().iterate(iteration)
+
+    def rederived(self) -> list:
+        """After rows were removed or rewritten: first the stored rows that the tables as they
+        are still derive, found as the fixpoint is, from the base rows up, with every candidate
+        kept only where it is a stored row (so each row kept has a derivation from the rows that
+        remain; none is kept by a cycle of stored rows deriving each other); then, from those
+        rows, one step of every branch (base and recursive, every reference read whole) as the
+        first delta, and the loop. Started from rows the new tables derive, with every derivation
+        from them made once, the loop ends at the fixpoint of the new tables: a full recompute's
+        answer (for set and min/max recursion, which are monotone in their own rows)."""
+        self.grounding = True
+        stats = super().iterate(None)
+        self.grounding = False
+        if self.over_budget:  # Spark would continue without the filter, from a filtered step
+            raise Untranslatable("re-deriving the stored rows outgrew the driver budget")
+        whole = {key: {**names, "delta": names["all"]} for key, names in self.names.items()}
+        firsts: dict[str, str | None] = {}
+        for cte in self.run_.group.ctes:
+            def parts(cte: CTEPlan = cte) -> list[exp.Query]:
+                return [*self.base_sql[cte.key],
+                        *(prepare(self.con, self.run_, cte, branch, self.sources, whole).variants[0][1]
+                          for branch in cte.recursive_branches)]
+            firsts[cte.key] = self.start(cte, ("rederived",), parts)
+        self.started = time.perf_counter()
+        return self.first_then_loop(firsts, max((s.iteration for s in stats), default=0) + 1, stats)
+
+    def start(self, cte: CTEPlan, rules: Any, parts: Callable[[], list[exp.Query]]) -> str:
+        if not self.grounding:
+            return super().start(cte, rules, parts)
+        stored = exp.select(*(exp.column(c, quoted=True) for c in self.run_.states[cte.key].columns)) \
+            .from_(_table(self.stored[cte.key]))
+        return super().start(cte, ("stored rows", rules), lambda: [
+            exp.select("*").from_(exp.intersect(part, stored.copy(), distinct=True).subquery("rq_kept"))
+            for part in parts()])
 
     def seeded_candidates(self, cte: CTEPlan) -> str | None:
         """What each branch of `cte` derives once per appended table it reads, that table read
@@ -158,6 +221,12 @@ def _local(path: str) -> str:
         if path.startswith(prefix):
             return path[len(prefix):]
     return path
+
+
+
+
+def _table(name: str) -> exp.Table:
+    return exp.Table(this=exp.to_identifier(name, quoted=True))
 
 
 __all__ = ["SeedFiles", "continue_on_driver"]

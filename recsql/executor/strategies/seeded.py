@@ -10,7 +10,11 @@ branch derives from R with each appended table read as its new rows alone (its o
 read the whole of R); the loop then runs as always, over the whole new tables. That covers every
 derivation only when a branch reads each appended table at most once (reading it twice, it also
 derives from new x old and new x new pairs of rows): the statement layer checks this, and every
-other condition, before asking for a seeded run."""
+other condition, before asking for a seeded run.
+
+After rows were removed or rewritten, the stored fixpoint is re-derived on the driver
+(`recsql.executor.endgame.seeded`); where the driver cannot, the group runs from its base step,
+a full recompute."""
 
 from __future__ import annotations
 
@@ -66,6 +70,8 @@ class SeededRun(GroupRun):
         state and the tables are read from their files), else on Spark."""
         if self.seed.files is not None and continue_on_driver(self, self.driver.info, self.seed.files):
             return last_iteration(self)
+        if self.seed.files is not None and self.seed.files.rederive:
+            return super().start()  # rows were removed: re-derived on the driver only
         for key, state in self.states.items():
             state.restore(placed(state, self.seed.states[key]), None, 0, self.seed.rows[key])
         self.step(0, self.appended_candidates)
