@@ -9,7 +9,9 @@ three paths (`decide`, which EXPLAIN shows with its reason):
     incremental  rows were only appended (files only added to a file-based table) and the query
                  is monotone (set UNION, min/max) in one recursive group: the fixpoint continues
                  from its stored state, the new rows' derivations its first delta
-                 (`recsql.executor.strategies.seeded`)
+                 (`recsql.executor.strategies.seeded`); after rows were removed or
+                 rewritten (deletes, updates), under the same query shapes, the stored fixpoint
+                 is re-derived on the driver from what still stands (`_rederive`)
     full         anything else: the query runs again from scratch
 
 Where the view's answer, state and bookkeeping live is `recsql.statements.mv_storage`'s."""

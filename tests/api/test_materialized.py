@@ -350,3 +350,19 @@ def test_a_delete_on_a_winning_path_and_one_that_disconnects(spark, edges):
         assert rows(spark.table(reach)) == reach_oracle(data)
     finally:
         spark.sql(f"DROP TABLE IF EXISTS {cc_table}")
+
+
+def test_a_delete_without_the_driver_recomputes_and_says_why(spark, spark_loop, edges):
+    """The re-derivation runs on the driver only: with the driver endgame off, a delete is
+    recomputed in full, and EXPLAIN says why."""
+    table, made = edges
+    data = [(0, 1, 1), (1, 2, 1), (0, 2, 5)]
+    write(spark, table, data, "create")
+    view = create(spark, made, SSSP, table)
+    data.remove((1, 2, 1))
+    write(spark, table, data, "overwrite")
+    text = recsql.explain(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+    assert text.splitlines()[0].endswith(": full refresh"), text
+    assert "re-derived on the driver only, and spark.recsql.endgame.enabled is false" in text
+    recsql.refresh(view, spark=spark)
+    assert rows(spark.table(view)) == sssp_oracle(data) == [(0, 0, 0), (1, 1, 0), (2, 5, 0)]
