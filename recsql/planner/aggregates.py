@@ -9,7 +9,9 @@ An aggregate is described by three expressions over named values:
 
 * `merge`, over `a` and `b`: the better of two values of one group (a join: associative,
   commutative, idempotent), NULL never beating a value;
-* `fold`, the SQL aggregate that merges a group's rows at once (`min(x)` for `least`);
+* `fold`, the SQL aggregate that merges a group's rows at once (`min(x)` for `least`); an
+  aggregate users declare (`declared`) has none, and its merge reduces the group's values from
+  its identity (`aggregate(collect_list(x), e, (a, b) -> m)` in Spark, `list_reduce` in DuckDB);
 * `contribution`, for a sum over contributors (RaSQL's monotonic sum/count), over `new` and
   `old`: a contributor's value after an iteration.
 
@@ -25,7 +27,7 @@ from enum import Enum
 
 from sqlglot import exp
 
-from recsql.planner.model import CTEPlan, HeadColumn
+from recsql.planner.model import CTEPlan, DeclaredAggregate, HeadColumn
 
 # the named values an aggregate's expressions are written over
 A, B, NEW, OLD = "a", "b", "new", "old"
@@ -46,12 +48,20 @@ def _named(name: str) -> exp.Column:
 
 
 def substitute(template: exp.Expr, values: Mapping[str, exp.Expr]) -> exp.Expr:
-    """`template` with each unqualified column named in `values` replaced by a copy of its
-    expression."""
+    """`template` with each column whose first part is named in `values` (case-insensitively)
+    replaced by a copy of its expression: `a` by it, `a.lo` by its field `lo`."""
+    lowered = {name.lower(): value for name, value in values.items()}
+
     def swap(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Column) and not node.table and node.name in values:
-            return values[node.name].copy()
-        return node
+        if not isinstance(node, exp.Column):
+            return node
+        first, *fields = node.parts
+        if first.name.lower() not in lowered:
+            return node
+        swapped = lowered[first.name.lower()].copy()
+        for field in fields:
+            swapped = exp.Dot(this=swapped, expression=field.copy())
+        return swapped
     return template.transform(swap)
 
 
@@ -61,16 +71,38 @@ class Aggregate:
 
     name: str
     merge: exp.Expr  # over `a` and `b`
-    fold: type[exp.AggFunc]
+    fold: type[exp.AggFunc] | None  # None: the merge reduces a group's values from `identity`
     summing: bool = False  # a sum over contributors (else the relation keeps the merged value)
+    skips_nulls: bool = False  # the merge itself ignores a NULL value (else `combine` does)
+    identity: exp.Expr | None = None  # merged with any value, gives it back
+    type: exp.DataType | None = None  # a declared aggregate's type: its merges are cast to it
 
     def combine(self, a: exp.Expr, b: exp.Expr) -> exp.Expr:
-        """`merge` of the values `a` and `b`."""
-        return substitute(self.merge, {A: a, B: b})
+        """`merge` of the values `a` and `b`; a NULL value never beats the other one."""
+        merged = self._typed(substitute(self.merge, {A: a, B: b}))
+        if self.skips_nulls or self.summing:
+            return merged
+        return exp.Case(ifs=[exp.If(this=exp.Is(this=a.copy(), expression=exp.Null()), true=b.copy()),
+                             exp.If(this=exp.Is(this=b.copy(), expression=exp.Null()), true=a.copy())],
+                        default=merged)
 
     def folded(self, value: exp.Expr) -> exp.Expr:
-        """`fold` over a group's `value`s."""
-        return self.fold(this=value)
+        """`fold` over a group's `value`s, or the merge reducing the non-NULL ones from the
+        identity (NULL when there is none, as a SQL aggregate's)."""
+        if self.fold is not None:
+            return self.fold(this=value)
+        if self.identity is None:  # never: `declared` gives every reducing aggregate one
+            raise AssertionError(f"aggregate `{self.name}` has neither a fold nor an identity")
+        present = exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null()))
+        values = exp.Filter(this=exp.ArrayAgg(this=value.copy()), expression=exp.Where(this=present))
+        step = exp.Lambda(this=self._typed(substitute(self.merge, {A: exp.column(_ACC), B: exp.column(_NEXT)})),
+                          expressions=[exp.to_identifier(_ACC), exp.to_identifier(_NEXT)])
+        reduced = exp.Reduce(this=values, initial=self._typed(self.identity.copy()), merge=step)
+        none = exp.EQ(this=exp.Count(this=value.copy()), expression=exp.Literal.number(0))
+        return exp.Case(ifs=[exp.If(this=none, true=exp.Null())], default=self._typed(reduced))
+
+    def _typed(self, value: exp.Expr) -> exp.Expr:
+        return value if self.type is None else exp.Cast(this=value, to=self.type.copy())
 
     def fresh(self, value: exp.Expr) -> exp.Expr:
         """A contributor's value from one iteration's rows: the merge of its derivations, or for
@@ -103,7 +135,13 @@ class Aggregate:
 def _extremum(name: str, merge: type[exp.Least] | type[exp.Greatest], fold: type[exp.AggFunc]) -> Aggregate:
     # LEAST/GREATEST skip NULLs in both engines, as min()/max() do (sqlglot writes the
     # NULL-propagating form unless told they ignore NULLs)
-    return Aggregate(name, merge(this=_named(A), expressions=[_named(B)], ignore_nulls=True), fold)
+    return Aggregate(name, merge(this=_named(A), expressions=[_named(B)], ignore_nulls=True), fold,
+                     skips_nulls=True)
+
+
+def _join(name: str, merge: type[exp.Binary], fold: type[exp.AggFunc]) -> Aggregate:
+    # Spark's own lattice joins: BIT_OR, BOOL_OR, ... (the same function in DuckDB)
+    return Aggregate(name, merge(this=_named(A), expression=_named(B)), fold)
 
 
 def _sum(name: str) -> Aggregate:
@@ -117,13 +155,31 @@ AGGREGATES: dict[str, Aggregate] = {
     "max": _extremum("max", exp.Greatest, exp.Max),
     "sum": _sum("sum"),
     "count": _sum("count"),
+    "bit_or": _join("bit_or", exp.BitwiseOr, exp.BitwiseOrAgg),
+    "bit_and": _join("bit_and", exp.BitwiseAnd, exp.BitwiseAndAgg),
+    "bool_or": _join("bool_or", exp.Or, exp.LogicalOr),
+    "bool_and": _join("bool_and", exp.And, exp.LogicalAnd),
 }
+# the parameters of a declared merge's lambda when it reduces a group's values (`folded`): names
+# no column of a state has, so that the lambda captures none
+_ACC, _NEXT = "__rq_acc", "__rq_next"
+
+
+def declared(aggregate: DeclaredAggregate) -> Aggregate:
+    """The meaning of an aggregate users declared: its merge over `a` and `b`, reducing a
+    group's values from its identity, every result cast to its type."""
+    first, second = aggregate.parameters
+    merge = substitute(aggregate.merge, {first: _named(A), second: _named(B)})
+    return Aggregate(aggregate.name.lower(), merge, None, identity=aggregate.identity,
+                     type=aggregate.type)
 
 
 def aggregate(column: HeadColumn) -> Aggregate:
     """The meaning of aggregated head `column`."""
     if column.agg is None:  # never: called on `CTEPlan.aggregates` only
         raise AssertionError(f"`{column.name}` is a group-key column, not an aggregate")
+    if column.declared is not None:
+        return declared(column.declared)
     return AGGREGATES[column.agg]
 
 
@@ -133,7 +189,7 @@ class Kind(Enum):
 
     BAG = "bag"  # UNION ALL: every step's rows
     SET = "set"  # UNION without aggregates: each distinct row once
-    EXTREMA = "extrema"  # min()/max() (and payload): a group's merged value
+    EXTREMA = "extrema"  # min()/max() (and payload), any other join: a group's merged value
     CONTRIBUTORS = "contributors"  # sum()/count(): a sum over contributors' latest values
 
     @property
