@@ -21,6 +21,8 @@ HULL = ("CREATE OR REPLACE TEMPORARY AGGREGATE {name}(a STRUCT<lo: INT, hi: INT>
         "RETURN named_struct('lo', least(a.lo, b.lo), 'hi', greatest(a.hi, b.hi))")
 UNION = ("CREATE OR REPLACE TEMPORARY AGGREGATE {name}(a ARRAY<INT>, b ARRAY<INT>) RETURNS ARRAY<INT> "
          "IDENTITY array() RETURN array_sort(array_distinct(concat(a, b)))")
+SMALLEST = ("CREATE OR REPLACE TEMPORARY AGGREGATE {name}(a ARRAY<INT>, b ARRAY<INT>) RETURNS ARRAY<INT> "
+            "IDENTITY array() RETURN slice(array_sort(array_distinct(concat(a, b))), 1, 3)")
 
 HEAD = """WITH RECURSIVE r(node, {agg}() AS v) AS (
   SELECT node, {value} FROM {nodes}
@@ -85,11 +87,12 @@ def test_bitwise_or_flags_over_a_graph(spark, engine, tables, form):
     assert rows(recsql.sql(query, spark=spark)) == sorted(expected)
 
 
-def test_the_hull_of_an_interval_and_a_set_union(spark, engine, tables):
+def test_the_hull_of_an_interval_a_set_union_and_the_k_smallest(spark, engine, tables):
     edges, flags, (edge_table, node_table) = tables
-    hull, union = unique_name("hull"), unique_name("uni")
+    hull, union, smallest = unique_name("hull"), unique_name("uni"), unique_name("smallest")
     recsql.sql(HULL.format(name=hull), spark=spark)
     recsql.sql(UNION.format(name=union), spark=spark)
+    recsql.sql(SMALLEST.format(name=smallest), spark=spark)
     reached = reached_from(edges, sorted(flags))
     got = rows(recsql.sql(HEAD.format(agg=hull, value="named_struct('lo', node * 3, 'hi', node * 3 + 1)",
                                       nodes=node_table, edges=edge_table), spark=spark))
@@ -98,6 +101,9 @@ def test_the_hull_of_an_interval_and_a_set_union(spark, engine, tables):
     got = rows(recsql.sql(TERM.format(agg=union, value="array(node)", nodes=node_table, edges=edge_table),
                           spark=spark))
     assert [(n, list(v)) for n, v in got] == sorted((n, sorted(s)) for n, s in reached.items())
+    got = rows(recsql.sql(HEAD.format(agg=smallest, value="array(node)", nodes=node_table, edges=edge_table),
+                          spark=spark))
+    assert [(n, list(v)) for n, v in got] == sorted((n, sorted(s)[:3]) for n, s in reached.items())
 
 
 def test_bool_or_undeclared(spark, tables):
