@@ -15,7 +15,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from recsql.api import explain, refresh, run, script, sql
+    from recsql.api import explain, refresh, register_aggregate, run, script, sql
     from recsql.errors import (
         RecSQLAnalysisError,
         RecSQLEnvironmentError,
@@ -33,6 +33,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _EXPORTS = {
     "explain": "recsql.api", "refresh": "recsql.api", "run": "recsql.api", "script": "recsql.api", "sql": "recsql.api",
+    "register_aggregate": "recsql.api",
     "RecSQLAnalysisError": "recsql.errors", "RecSQLEnvironmentError": "recsql.errors",
     "RecSQLError": "recsql.errors", "RecSQLExecutionError": "recsql.errors",
     "RecSQLParseError": "recsql.errors", "Result": "recsql.statements",
@@ -42,7 +43,7 @@ _EXPORTS = {
 
 __all__ = [
     "IterationStats", "RecSQLAnalysisError", "RecSQLEnvironmentError", "RecSQLError",
-    "RecSQLExecutionError", "RecSQLParseError", "Result", "explain", "refresh", "run", "script",
+    "RecSQLExecutionError", "RecSQLParseError", "Result", "explain", "refresh", "register_aggregate", "run", "script",
     "session", "serve", "sql", "__version__",
 ]
 

@@ -8,16 +8,19 @@ import string
 from collections.abc import Callable
 from typing import Any
 
+import sqlglot
 from pyspark.errors import AnalysisException, ParseException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.utils import get_lit_sql_str
+from sqlglot import exp
+from sqlglot.errors import ParseError
 
 from recsql import statements
-from recsql.errors import RecSQLError
+from recsql.errors import RecSQLError, RecSQLParseError
 from recsql.executor.loop.session import resolve
 from recsql.executor.loop.spark_sql import from_spark_error, quiet_pyspark_error_logs
 from recsql.executor.loop.stats import IterationStats
-from recsql.parser import parse_statement, split_statements
+from recsql.parser import DIALECT, CreateAggregate, parse_statement, split_statements
 from recsql.settings import Settings
 from recsql.statements import Request, Result
 
@@ -86,6 +89,40 @@ def refresh(name: str, *, full: bool = False, spark: SparkSession | None = None,
     MATERIALIZED VIEW name`), else in full. `name` is a table name as SQL writes it."""
     statement = f"REFRESH MATERIALIZED VIEW {name}{' FULL' if full else ''}"
     return run(statement, spark=spark, conf=conf, progress=progress)
+
+
+def register_aggregate(name: str, merge: str, identity: str, type: str, *,
+                       parameters: tuple[str, str] = ("a", "b"), replace: bool = False,
+                       temporary: bool = False, spark: SparkSession | None = None) -> None:
+    """Declare a head aggregate, as `CREATE [OR REPLACE] [TEMPORARY] AGGREGATE name(a type,
+    b type) RETURNS type IDENTITY identity RETURN merge` does: the same checks (the merge's laws,
+    its identity, both engines), kept in the same catalog. It only registers the aggregate; use
+    it in a head (`name() AS c`) or a recursive term (`name(x) ... GROUP BY`).
+
+        recsql.register_aggregate("bor", "a | b", "0", "BIGINT")
+    """
+    declared = CreateAggregate(
+        this=exp.to_identifier(name),
+        expressions=[exp.ColumnDef(this=exp.to_identifier(p), kind=_type(type)) for p in parameters],
+        returns=_type(type), identity=_expression(identity, "identity"), merge=_expression(merge, "merge"),
+        replace=replace, temporary=temporary)
+    run(declared.sql("rasql"), spark=spark)
+
+
+def _type(written: str) -> exp.DataType:
+    try:
+        return exp.DataType.build(written, dialect="spark")
+    except (ParseError, ValueError) as error:
+        raise RecSQLParseError(f"`{written}` is not a Spark type: {error}".split("\n")[0],
+                               condition="PARSE_SYNTAX_ERROR") from None
+
+
+def _expression(written: str, what: str) -> exp.Expr:
+    try:
+        return sqlglot.parse_one(written, read=DIALECT)
+    except ParseError as error:
+        raise RecSQLParseError(f"The aggregate's {what} `{written}` does not parse: {error}".split("\n")[0],
+                               condition="PARSE_SYNTAX_ERROR") from None
 
 
 def _spark_sql(spark: SparkSession, query: str, args, kwargs: dict) -> DataFrame:

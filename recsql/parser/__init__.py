@@ -15,9 +15,10 @@ from sqlglot.errors import ErrorLevel, ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
 from recsql.errors import RecSQLParseError
-from recsql.parser.dialect import AggregateColumn, RaSQL
+from recsql.parser.dialect import AggregateColumn, CreateAggregate, DropAggregate, RaSQL
 
-__all__ = ["AggregateColumn", "RaSQL", "Statement", "parse_statement", "split_statements"]
+__all__ = ["AggregateColumn", "CreateAggregate", "DropAggregate", "RaSQL", "Statement", "parse_statement",
+           "split_statements"]
 
 DIALECT = "rasql"
 EXPLAIN_MODES = {"EXTENDED", "FORMATTED", "CODEGEN", "COST", "SIMPLE"}
@@ -68,12 +69,22 @@ def parse_statement(text: str) -> Statement:
     try:
         expression = _parse(body)
     except ParseError as error:
-        if not any(t.token_type == TokenType.WITH for t in tokens):
+        if not any(t.token_type == TokenType.WITH for t in tokens) and not _declares_aggregate(tokens):
             # No CTE, so nothing recsql adds: let Spark parse it (and report its own errors).
             return Statement(text, None, explain)
         raise _parse_error(error, text) from None
     _check_aggregate_columns(expression, text)
     return Statement(text, expression, explain)
+
+
+def _declares_aggregate(tokens: list[Token]) -> bool:
+    """`CREATE [OR REPLACE] [TEMPORARY] AGGREGATE` or `DROP [TEMPORARY] AGGREGATE`: recsql's own
+    statements, whose syntax errors are recsql's to report (Spark has no such statement)."""
+    if not tokens or tokens[0].token_type not in (TokenType.CREATE, TokenType.DROP):
+        return False
+    words = [t.text.upper() for t in tokens[1:5]]
+    return "AGGREGATE" in words and all(w in {"OR", "REPLACE", "TEMPORARY", "TEMP"}
+                                        for w in words[:words.index("AGGREGATE")])
 
 
 def _parse(body: str) -> exp.Expr:

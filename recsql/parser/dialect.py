@@ -9,15 +9,22 @@ Two additions to Spark's grammar:
   parenthesised first branch, with no outer parentheses;
 * the SQL-standard `SEARCH` and `CYCLE` clauses after a CTE (PostgreSQL's grammar), kept on the
   CTE as `SearchClause` / `CycleClause` args for the planner to rewrite (sqlglot's own parse
-  keeps one column of one clause per WITH, not per CTE).
+  keeps one column of one clause per WITH, not per CTE);
+* a head aggregate users declare, spelled as Spark's SQL functions are
+  (`CREATE [OR REPLACE] [TEMPORARY] AGGREGATE bor(a BIGINT, b BIGINT) RETURNS BIGINT IDENTITY 0
+  RETURN a | b`, `CreateAggregate`) and dropped with `DROP [TEMPORARY] AGGREGATE [IF EXISTS] bor`
+  (`DropAggregate`).
 
 Importing this module registers the dialect, so `sqlglot.parse_one(q, read="rasql")` works.
 """
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
+from sqlglot.errors import ParseError
 from sqlglot.generators.spark import SparkGenerator
 from sqlglot.parsers.spark import SparkParser
 from sqlglot.tokens import TokenType
@@ -47,6 +54,25 @@ class AggregateColumn(exp.Expression):
         """The head column a payload follows (`Cost` in `argmin(Cost) AS Pred`), else None."""
         of = self.args.get("of")
         return of.name if of is not None else None
+
+
+class CreateAggregate(exp.Expression):
+    """`CREATE [OR REPLACE] [TEMPORARY] AGGREGATE name(a T, b T) RETURNS T IDENTITY e RETURN m`:
+    a head aggregate whose merge `m` is an expression over its two parameters and whose identity
+    `e` is the value that merges with any value to give it back (docs/dialect.md section 2)."""
+
+    arg_types = {"this": True, "expressions": True, "returns": True, "identity": True,
+                 "merge": True, "replace": False, "temporary": False}
+
+    @property
+    def parameters(self) -> list[str]:
+        return [p.name for p in self.expressions]
+
+
+class DropAggregate(exp.Expression):
+    """`DROP [TEMPORARY] AGGREGATE [IF EXISTS] name`."""
+
+    arg_types = {"this": True, "exists": False, "temporary": False}
 
 
 class SearchClause(exp.Expression):
@@ -104,6 +130,116 @@ class RaSQLParser(SparkParser):
                 and self._match_text_seq("FULL"):
             refresh.set("mode", exp.var("FULL"))
         return refresh
+
+    def _parse_create(self) -> exp.Create | exp.Command:
+        start = self._index
+        replace = self._match_pair(TokenType.OR, TokenType.REPLACE)
+        temporary = self._match_texts(("TEMPORARY", "TEMP"))
+        if self._match_text_seq("AGGREGATE"):
+            # a statement node of recsql's own, as `_parse_refresh` may give a Command
+            return self._parse_create_aggregate(bool(replace), bool(temporary))  # type: ignore[return-value]
+        self._retreat(start)
+        return super()._parse_create()
+
+    def _parse_create_aggregate(self, replace: bool, temporary: bool) -> CreateAggregate:
+        """What follows `CREATE [OR REPLACE] [TEMPORARY] AGGREGATE`, in the order of Spark's
+        `CREATE FUNCTION name(params) RETURNS type [characteristics] RETURN expr`."""
+        name = self._parse_id_var(any_token=False)
+        if name is None:
+            self._aggregate_error("the aggregate's name after CREATE AGGREGATE")
+        if not self._match(TokenType.L_PAREN):
+            self._aggregate_error(f"`(a T, b T)` after `{name.name}`: the two values its merge takes, "
+                                  "each of the aggregate's type")
+        parameters = self._parse_csv(self._parse_aggregate_parameter)
+        if not self._match(TokenType.R_PAREN):
+            self._aggregate_error("`)` after the merge's two parameters")
+        if not self._match_text_seq("RETURNS"):
+            self._aggregate_error("RETURNS and the aggregate's type after its parameters")
+        returns = self._parse_aggregate_type("RETURNS")
+        if not self._match_text_seq("IDENTITY"):
+            self._aggregate_error("IDENTITY and the value that merges with any value to give it "
+                                  "back (0 for a bitwise or), after the type")
+        identity = self._parse_assignment()
+        if identity is None or not self._match_text_seq("RETURN"):
+            self._aggregate_error("RETURN and the merge, an expression over the two parameters, "
+                                  "after the identity")
+        merge = self._parse_assignment()
+        if merge is None:
+            self._aggregate_error("the merge after RETURN: an expression over the two parameters")
+        node = CreateAggregate(this=name, expressions=parameters, returns=returns, identity=identity,
+                               merge=merge, replace=replace, temporary=temporary)
+        self._check_aggregate(node)
+        return node
+
+    def _parse_aggregate_parameter(self) -> exp.ColumnDef:
+        name = self._parse_id_var(any_token=False)
+        if name is None:
+            self._aggregate_error("a parameter's name")
+        return exp.ColumnDef(this=name, kind=self._parse_aggregate_type(f"`{name}`"))
+
+    def _parse_aggregate_type(self, after: str) -> exp.DataType:
+        """A Spark type after `after`; a word that is no type is an error saying so."""
+        token = self._curr
+        start = self._index
+        try:
+            found = self._parse_types(allow_identifiers=False)
+        except Exception:  # noqa: BLE001 - sqlglot's type parser fails on some non-types
+            self._retreat(start)
+            found = None
+        if not isinstance(found, exp.DataType) or found.this == exp.DataType.Type.USERDEFINED:
+            written = f"`{token.text}` is not a Spark type" if token else "the statement ends"
+            self._aggregate_error(f"a type after {after} ({written}: BIGINT, BOOLEAN, STRING, "
+                                  "ARRAY<INT>, STRUCT<lo: INT, hi: INT>, ...)")
+        assert isinstance(found, exp.DataType)  # _aggregate_error raised otherwise
+        return found
+
+    def _check_aggregate(self, node: CreateAggregate) -> None:
+        """Two parameters of the aggregate's type; a merge over them alone, an identity over
+        nothing."""
+        name, returns = node.name, node.args["returns"]
+        params = node.expressions
+        if len(params) != 2 or any(not isinstance(p, exp.ColumnDef) or p.args.get("kind") != returns
+                                   for p in params) or params[0].name.lower() == params[1].name.lower():
+            self._fail(f"The merge of aggregate `{name}` takes two values of its type: write "
+                       f"`{name}(a {returns.sql('spark')}, b {returns.sql('spark')}) RETURNS "
+                       f"{returns.sql('spark')}`")
+        names = {p.name.lower() for p in params}
+        uses: tuple[tuple[str, exp.Expr, set[str]], ...] = (
+            ("merge", node.args["merge"], names), ("identity", node.args["identity"], set()))
+        for label, expression, allowed in uses:
+            for column in expression.find_all(exp.Column):
+                root = column.parts[0].name.lower()
+                if root not in allowed and not _lambda_bound(column, root):
+                    may = f"only its parameters `{'`, `'.join(p.name for p in params)}`" if allowed else "no column"
+                    self._fail(f"The {label} of aggregate `{name}` may use {may}; it uses "
+                               f"`{column.sql('spark')}`")
+            if expression.find(exp.AggFunc, exp.Query, exp.Window):
+                self._fail(f"The {label} of aggregate `{name}` is a plain expression: no aggregate, "
+                           "window or subquery")
+
+    def _aggregate_error(self, expected: str) -> NoReturn:
+        self._fail(f"Expected {expected} (CREATE [OR REPLACE] [TEMPORARY] AGGREGATE name(a T, b T) "
+                   "RETURNS T IDENTITY value RETURN merge)")
+
+    def _fail(self, message: str) -> NoReturn:
+        """Raise `message` at the current token now: what follows a malformed declaration is no
+        statement to go on parsing."""
+        self.raise_error(message)
+        self.check_errors()
+        raise ParseError(message)  # never: check_errors raised it
+
+    def _parse_drop(self, exists: bool = False, kind: str | None = None) -> exp.Drop | exp.Command:
+        start = self._index
+        temporary = self._match_texts(("TEMPORARY", "TEMP"))
+        if not kind and self._match_text_seq("AGGREGATE"):
+            if_exists = self._parse_exists()
+            name = self._parse_id_var(any_token=False)
+            if name is None:
+                self._fail("Expected the aggregate's name after DROP AGGREGATE")
+            return DropAggregate(this=name, exists=bool(if_exists),  # type: ignore[return-value]
+                                 temporary=bool(temporary))
+        self._retreat(start)
+        return super()._parse_drop(exists, kind)
 
     def _parse_cte(self) -> exp.CTE | exp.FunctionSpecification | None:
         level = self._take_max_recursion_level()
@@ -213,6 +349,30 @@ class RaSQLParser(SparkParser):
         return None
 
 
+def _lambda_bound(column: exp.Column, name: str) -> bool:
+    """`name` is a parameter of a lambda around `column` (`transform(a, x -> x + 1)`)."""
+    node = column.parent
+    while node is not None:
+        if isinstance(node, exp.Lambda) and name in {p.name.lower() for p in node.expressions}:
+            return True
+        node = node.parent
+    return False
+
+
+def _create_aggregate_sql(generator: SparkGenerator, expression: CreateAggregate) -> str:
+    words = ["CREATE", *(["OR REPLACE"] if expression.args.get("replace") else []),
+             *(["TEMPORARY"] if expression.args.get("temporary") else []), "AGGREGATE"]
+    return (f"{' '.join(words)} {generator.sql(expression, 'this')}({generator.expressions(expression, flat=True)}) "
+            f"RETURNS {generator.sql(expression, 'returns')} IDENTITY {generator.sql(expression, 'identity')} "
+            f"RETURN {generator.sql(expression, 'merge')}")
+
+
+def _drop_aggregate_sql(generator: SparkGenerator, expression: DropAggregate) -> str:
+    temporary = " TEMPORARY" if expression.args.get("temporary") else ""
+    exists = " IF EXISTS" if expression.args.get("exists") else ""
+    return f"DROP{temporary} AGGREGATE{exists} {generator.sql(expression, 'this')}"
+
+
 def _aggregate_column_sql(generator: SparkGenerator, expression: AggregateColumn) -> str:
     of = generator.sql(expression, "of")
     return f"{expression.func}({of}) AS {generator.sql(expression, 'this')}"
@@ -238,6 +398,8 @@ class RaSQLGenerator(SparkGenerator):
         AggregateColumn: _aggregate_column_sql,
         SearchClause: _search_clause_sql,
         CycleClause: _cycle_clause_sql,
+        CreateAggregate: _create_aggregate_sql,
+        DropAggregate: _drop_aggregate_sql,
     }
 
     def cte_sql(self, expression: exp.CTE) -> str:

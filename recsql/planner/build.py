@@ -51,7 +51,8 @@ E = TypeVar("E", bound=exp.Expr)
 
 NOT_PREMAPPABLE = (
     "it is not pre-mappable: its value over a union is not a function of its values over the "
-    "parts, so it cannot be pushed into the recursion (use min, max, sum or count)"
+    "parts, so it cannot be pushed into the recursion (use min, max, sum, count, bit_or, bit_and, "
+    "bool_or, bool_and, or an aggregate declared with CREATE AGGREGATE)"
 )
 
 
@@ -132,7 +133,8 @@ def spell_head_aggregates(draft: Draft) -> Draft:
     if draft.with_ is None:
         return draft
     _, deps, components = draft.graph
-    spelled = to_head_aggregates(draft.query, draft.sql, _recursive_groups(deps, components), _cte_tables)
+    spelled = to_head_aggregates(draft.query, draft.sql, _recursive_groups(deps, components), _cte_tables,
+                                 lambda name: draft.catalog.aggregate(name) is not None)
     return draft.rewritten(spelled, as_written=True)
 
 
@@ -342,14 +344,18 @@ class _Heads:
                               location=locate(column, self.sql))
         if isinstance(column, AggregateColumn):
             agg = AGGREGATES.get(column.func.lower())
-            if agg is None:
+            if agg is not None:
+                return HeadColumn(column.name, agg, location=locate(column, self.sql))
+            declared = self.catalog.aggregate(column.func)
+            if declared is None:
                 raise RecSQLAnalysisError(
                     f"Head aggregate `{column.func}()` of column `{column.name}` is not "
                     f"supported: {NOT_PREMAPPABLE}",
                     condition="RECSQL_UNSUPPORTED_HEAD_AGGREGATE",
                     **locate(column, self.sql),
                 )
-            return HeadColumn(column.name, agg, location=locate(column, self.sql))
+            return HeadColumn(column.name, declared.name.lower(), declared=declared,
+                              location=locate(column, self.sql))
         return HeadColumn(column.name)
 
     def payload_column(self, d: CTEDef, node: exp.Expr, column: HeadColumn,

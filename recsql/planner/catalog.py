@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from recsql.planner.model import DeclaredAggregate
 from recsql.planner.names import TableName
 
 
@@ -32,15 +33,20 @@ class Catalog(Protocol):
     def recursive_view(self, table: TableName) -> StoredView | None:
         """The stored recursive view `table` names, or None when it names anything else."""
 
+    def aggregate(self, name: str) -> DeclaredAggregate | None:
+        """The head aggregate users declared as `name` (CREATE AGGREGATE), or None."""
+
 
 class DictCatalog:
-    """Tables by name (`edge`, `analytics.edges`) and stored recursive views; a name matches
-    exactly as written."""
+    """Tables by name (`edge`, `analytics.edges`), stored recursive views and declared
+    aggregates; a table name matches exactly as written, an aggregate's in any case."""
 
     def __init__(self, tables: dict[str, list[str]] | None = None,
-                 views: dict[str, StoredView] | None = None) -> None:
+                 views: dict[str, StoredView] | None = None,
+                 aggregates: dict[str, DeclaredAggregate] | None = None) -> None:
         self._tables = {TableName.parse(name): list(cols) for name, cols in (tables or {}).items()}
         self._views = {TableName.parse(name): view for name, view in (views or {}).items()}
+        self._aggregates = {name.lower(): a for name, a in (aggregates or {}).items()}
 
     def columns(self, table: TableName) -> list[str] | None:
         view = self._views.get(table)
@@ -53,3 +59,6 @@ class DictCatalog:
 
     def recursive_view(self, table: TableName) -> StoredView | None:
         return self._views.get(table)
+
+    def aggregate(self, name: str) -> DeclaredAggregate | None:
+        return self._aggregates.get(name.lower())

@@ -17,12 +17,17 @@ from sqlglot import exp
 
 from recsql.planner.names import TableName
 
-# Head aggregate spellings -> canonical function (docs/dialect.md section 2).
+# Head aggregate spellings -> canonical function (docs/dialect.md section 2): RaSQL's, and Spark's
+# own aggregates that are a lattice's join (associative, commutative, idempotent), so that their
+# value over a union is their value over the parts' values. The aggregates users declare
+# (`DeclaredAggregate`) are found in the catalog.
 AGGREGATES = {
     "min": "min", "mmin": "min",
     "max": "max", "mmax": "max",
     "sum": "sum", "msum": "sum",
     "count": "count", "mcount": "count",
+    "bit_or": "bit_or", "bit_and": "bit_and",
+    "bool_or": "bool_or", "some": "bool_or", "bool_and": "bool_and", "every": "bool_and",
 }
 # Aggregates whose value is a sum over contributors (the others are extrema).
 SUMMING = {"sum", "count"}
@@ -33,9 +38,25 @@ DELTA, ALL = "delta", "all"
 
 
 @dataclass(frozen=True)
+class DeclaredAggregate:
+    """A head aggregate a user declared (`CREATE AGGREGATE`, `recsql.register_aggregate`), as
+    the catalog keeps it: its merge, an expression over its two `parameters`, its identity, and
+    the type of its values (Spark SQL). What it means is `planner/aggregates.declared`."""
+
+    name: str
+    parameters: tuple[str, str]
+    merge: exp.Expr
+    identity: exp.Expr
+    type: exp.DataType
+    temporary: bool = False
+
+
+@dataclass(frozen=True)
 class HeadColumn:
     name: str
     agg: str | None = None  # canonical aggregate, None for a group-key or payload column
+    # the aggregate's declaration, when users declared it (`agg` is then its lower-case name)
+    declared: DeclaredAggregate | None = field(default=None, compare=False, hash=False)
     # a payload column: the min()/max() head column whose winning derivation it comes from,
     # and that column's extremum ("min" or "max")
     of: str | None = None

@@ -19,6 +19,9 @@ rows, as DuckDB does.
 
 `TERM_AGGREGATES` is the whole mapping, one row per aggregate a recursive term may use. A new
 row names the head aggregate it means and what the branch projects in the aggregate's place.
+sqlglot parses Spark's `EVERY(x)` and `SOME(x)`, and a call of an aggregate users declared
+(`bor(x)`, found in the catalog), as plain function calls; those in recursive terms are marked
+(`TermCall`) and mean the head aggregate they name (`TERM_CALLS`, or the declared one's name).
 Spark's `MIN_BY(payload, value)` beside `MIN(value)` (`MAX_BY` beside `MAX`) is a payload column
 of that `min()`: the head `argmin(cost) AS pred` (docs/dialect.md section 2).
 
@@ -72,6 +75,20 @@ def _counted(agg: exp.AggFunc) -> exp.Expr:
                            exp.Literal.number(1)).else_(exp.Literal.number(0))
 
 
+def _called(agg: exp.AggFunc) -> exp.Expr:
+    """BOR(x) of a declared aggregate, EVERY(x), SOME(x): the head merges x."""
+    if len(agg.expressions) != 1:
+        raise Unmappable("it takes one argument, the value merged")
+    return agg.expressions[0]
+
+
+class TermCall(exp.Anonymous, exp.AggFunc):
+    """A call in a recursive term that sqlglot parses as a plain function but that is an
+    aggregate (`to_head_aggregates` marks it): rendered as the call it was."""
+
+    key = "anonymous"
+
+
 def _payload(agg: exp.AggFunc) -> exp.Expr:
     """MIN_BY(x, v) / MAX_BY(x, v): the branch projects the payload x; v is MIN(v)'s value."""
     if agg.args.get("count") is not None:
@@ -95,9 +112,16 @@ TERM_AGGREGATES: dict[type[exp.Expr], TermAggregate] = {
     exp.Count: TermAggregate("count", _counted),
     exp.ArgMin: TermAggregate("argmin", _payload, follows=exp.Min),  # MIN_BY, ARG_MIN
     exp.ArgMax: TermAggregate("argmax", _payload, follows=exp.Max),  # MAX_BY, ARG_MAX
+    exp.BitwiseOrAgg: TermAggregate("bit_or", _argument),
+    exp.BitwiseAndAgg: TermAggregate("bit_and", _argument),
+    exp.LogicalOr: TermAggregate("bool_or", _argument),  # BOOL_OR
+    exp.LogicalAnd: TermAggregate("bool_and", _argument),  # BOOL_AND
 }
+# Spark's aggregates that sqlglot parses as plain calls -> the head aggregate they mean
+TERM_CALLS = {"every": "bool_and", "some": "bool_or"}
 
-SUPPORTED = "MIN, MAX, SUM or COUNT, and MIN_BY / MAX_BY beside a MIN / MAX"
+SUPPORTED = ("MIN, MAX, SUM or COUNT, Spark's BIT_OR, BIT_AND, BOOL_OR, BOOL_AND, EVERY and SOME, "
+             "an aggregate declared with CREATE AGGREGATE, and MIN_BY / MAX_BY beside a MIN / MAX")
 NOT_PREMAPPABLE = ("its value over a union is not a function of its values over the parts, so it "
                    "cannot be pushed into the recursion")
 # Why an aggregate outside TERM_AGGREGATES has no head meaning, where more can be said than that
@@ -125,20 +149,45 @@ class _Column:
 Reads = Callable[[exp.Expr, set[str]], object]  # truthy when the node reads one of the CTEs
 
 
-def to_head_aggregates(query: exp.Query, sql: str, groups: dict[str, set[str]], reads: Reads) -> exp.Query:
+def to_head_aggregates(query: exp.Query, sql: str, groups: dict[str, set[str]], reads: Reads,
+                       declared: Callable[[str], bool] = lambda name: False) -> exp.Query:
     """`query` with every CTE whose recursive terms aggregate (under UNION) in RaSQL head form;
-    `query` itself when none does. `groups` maps each recursive CTE to its recursive group."""
+    `query` itself when none does. `groups` maps each recursive CTE to its recursive group;
+    `declared` tells whether a function name is an aggregate users declared."""
     with_ = query.args.get("with_")
     if not isinstance(with_, exp.With):
         return query
+    written = query
+    query = _mark_calls(query, groups, reads, declared)
+    with_ = query.args["with_"]
     spelled = [i for i, cte in enumerate(with_.expressions)
                if cte.alias.lower() in groups
                and any(_aggregates(t) for t in _recursive_terms(cte, groups, reads))]
     if not spelled:
-        return query
-    query = query.copy()
+        return written
+    if query is written:
+        query = query.copy()
     for i in spelled:
         _rewrite(query.args["with_"].expressions[i], sql, groups, reads)
+    return query
+
+
+def _mark_calls(query: exp.Query, groups: dict[str, set[str]], reads: Reads,
+                declared: Callable[[str], bool]) -> exp.Query:
+    """A copy of `query` whose recursive terms' calls of EVERY, SOME and declared aggregates
+    are `TermCall`s; `query` itself when it has none."""
+    def calls(q: exp.Query) -> list[exp.Anonymous]:
+        return [c for cte in q.args["with_"].expressions if cte.alias.lower() in groups
+                for term in _recursive_terms(cte, groups, reads)
+                for c in term.find_all(exp.Anonymous)
+                if not isinstance(c, TermCall) and (c.name.lower() in TERM_CALLS or declared(c.name))]
+    if not calls(query):
+        return query
+    query = query.copy()
+    for call in calls(query):
+        marked = TermCall(this=call.name, expressions=[e.copy() for e in call.expressions])
+        marked.meta.update(call.meta)
+        call.replace(marked)
     return query
 
 
@@ -206,6 +255,13 @@ def _rewrite(cte: exp.CTE, sql: str, groups, reads) -> None:
         term.set("group", None)
 
 
+def _mapping(node: exp.Expr) -> TermAggregate | None:
+    """What aggregate `node` of a recursive term means as a head aggregate, if anything."""
+    if isinstance(node, TermCall):
+        return TermAggregate(TERM_CALLS.get(node.name.lower(), node.name.lower()), _called)
+    return TERM_AGGREGATES.get(type(node))
+
+
 def _aggregate_column(name: exp.Identifier, column: _Column,
                       names: list[exp.Identifier]) -> AggregateColumn:
     of = names[column.of].copy() if column.of is not None else None
@@ -222,7 +278,7 @@ def _signature(shape: list[_Column]) -> tuple[tuple[int, str, int | None], ...]:
 def _describe(shape: list[_Column]) -> str:
     if not shape:
         return "no aggregate"
-    return ", ".join(f"{c.node.key.upper()} on output column {c.position + 1}" for c in shape)
+    return ", ".join(f"{c.mapping.head.upper()} on output column {c.position + 1}" for c in shape)
 
 
 def _first_aggregation(term: exp.Select) -> exp.Expr:
@@ -285,7 +341,7 @@ def _aggregated_column(cte: str, term: exp.Select, node: exp.AggFunc, sql: str) 
             condition="RECSQL_AGGREGATE_NOT_WHOLE_COLUMN",
             **_locate(node, sql),
         )
-    mapping = TERM_AGGREGATES.get(type(node))
+    mapping = _mapping(node)
     if mapping is None:
         why = WHY_NOT.get(type(node), "recsql has no head aggregate for it")
         raise _unsupported(cte, written, why, node, sql)

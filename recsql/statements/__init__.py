@@ -14,7 +14,7 @@ from typing import Any
 from sqlglot import exp
 
 from recsql.parser import Statement
-from recsql.statements import create, explain, insert, materialized, query
+from recsql.statements import aggregates, create, explain, insert, materialized, query
 from recsql.statements.request import Request, Result
 
 Handler = Callable[[Request, Any], Result]
@@ -29,6 +29,7 @@ def _writes_query(kind: type[exp.Expr]) -> Callable[[Statement], bool]:
 
 # (form, which statements it takes, its handler), asked in order
 HANDLERS: tuple[tuple[str, Callable[[Statement], bool], Handler], ...] = (
+    ("aggregate", aggregates.takes, aggregates.run),  # CREATE / DROP AGGREGATE
     ("materialized view", materialized.takes, materialized.run),  # EXPLAIN REFRESH too
     ("explain", lambda s: s.explain is not None, explain.run),
     ("query", lambda s: isinstance(s.expression, exp.Query), query.run),

@@ -7,8 +7,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from recsql.executor.state import bases
 from recsql.planner.catalog import StoredView
+from recsql.planner.model import DeclaredAggregate
 from recsql.planner.names import TableName
-from recsql.statements import views
+from recsql.statements import stored_aggregates, views
 
 
 class SparkCatalog:
@@ -21,6 +22,7 @@ class SparkCatalog:
         # nothing the statement does changes the catalog before it has been planned.
         self._columns: dict[TableName, list[str] | None] = {}
         self._views: dict[TableName, StoredView | None] = {}
+        self._aggregates: dict[str, DeclaredAggregate | None] = {}
         # `spark.table` of each table asked about, analysed once; the statement's execution reads
         # the same frames (`Context.tables`: the endgame's identity checks and copies)
         self.frames: dict[TableName, DataFrame] = {}
@@ -48,6 +50,12 @@ class SparkCatalog:
         if table not in self._views:
             self._views[table] = views.stored_view(self.spark, table.sql, lambda: self.frame(table))
         return self._views[table]
+
+    def aggregate(self, name: str) -> DeclaredAggregate | None:
+        key = name.lower()
+        if key not in self._aggregates:
+            self._aggregates[key] = stored_aggregates.stored(self.spark, name)
+        return self._aggregates[key]
 
     def frame(self, table: TableName) -> DataFrame:
         """`spark.table(table)`, analysed once: a temporary view's schema tells whether it is a

@@ -231,6 +231,25 @@ def test_same_generation(session_spark):
     assert [tuple(r) for r in run_example("same_generation.sql")] == same_generation_oracle()
 
 
+def role_permissions_oracle() -> list[tuple[str, int]]:
+    """Each role's bits OR'ed with those of every role it inherits from (a plain fixpoint)."""
+    bits = {r["Role"]: int(r["Bits"]) for r in rows("grants.csv")}
+    inherits = [(r["Role"], r["Parent"]) for r in rows("inherits.csv")]
+    changed = True
+    while changed:
+        changed = False
+        for role, parent in inherits:
+            if bits[role] | bits[parent] != bits[role]:
+                bits[role] |= bits[parent]
+                changed = True
+    return sorted(bits.items())
+
+
+def test_role_permissions(session_spark):
+    got = [(role, int(b)) for role, b in run_example("role_permissions.sql")]
+    assert got == role_permissions_oracle()
+
+
 def test_python_api_example(session_spark):
     """examples/python_api.py as a script (it reuses the active session)."""
     out = io.StringIO()

@@ -18,17 +18,26 @@ from types import MappingProxyType
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import DataType, StructField, StructType
+from pyspark.sql import functions as F
+from pyspark.sql.types import BooleanType, DataType, StructField, StructType
 from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.executor.analysis.plain_types import plain_types
-from recsql.executor.analysis.spark_types import castable, orderable, quoted, sum_type, type_sql, widened
+from recsql.executor.analysis.spark_types import (
+    INTEGRAL,
+    castable,
+    orderable,
+    quoted,
+    sum_type,
+    type_sql,
+    widened,
+)
 from recsql.executor.loop.protocols import Context
 from recsql.executor.loop.spark_sql import query_df, quiet_pyspark_error_logs, render, run_sql
 from recsql.executor.state.relations import CONTRIB, empty
 from recsql.planner.locate import locate
-from recsql.planner.model import Branch, CTEPlan, GroupStep, QueryPlan, ViewStep, cte_binding
+from recsql.planner.model import Branch, CTEPlan, GroupStep, HeadColumn, QueryPlan, ViewStep, cte_binding
 
 
 @dataclass(frozen=True)
@@ -166,7 +175,7 @@ def infer_schemas(ctx: Context, group: GroupStep) -> dict[str, StructType]:
                     types[cte.key], changed = wider, True
         if not changed:
             break
-    schemas = {cte.key: _final_schema(cte, types[cte.key]) for cte in group.ctes}
+    schemas = {cte.key: _final_schema(ctx.spark, cte, types[cte.key], ctx.sql) for cte in group.ctes}
     for cte in group.ctes:
         _check_ranked_types(cte, schemas[cte.key], ctx.sql)
         # again once widened: an anchor's NULL may become a map only in a recursive term
@@ -292,7 +301,7 @@ def _schema(group: GroupStep, key: str, types: list[DataType]) -> StructType:
     return StructType([StructField(c.name, t, True) for c, t in zip(cte.head, types)])
 
 
-def _final_schema(cte: CTEPlan, types: list[DataType] | None) -> StructType:
+def _final_schema(spark: SparkSession, cte: CTEPlan, types: list[DataType] | None, sql: str) -> StructType:
     if types is None:
         raise RecSQLAnalysisError(
             f"Cannot determine the column types of CTE `{cte.name}`: none of its branches can "
@@ -303,8 +312,39 @@ def _final_schema(cte: CTEPlan, types: list[DataType] | None) -> StructType:
     for column, dtype in zip(cte.head, types):
         if column.agg in {"sum", "count"}:
             dtype = sum_type(dtype)
+        elif column.declared is not None:
+            dtype = _declared_type(spark, cte, column, dtype, sql)
+        elif column.agg in _JOIN_TYPES and not isinstance(dtype, _JOIN_TYPES[column.agg][0]):
+            raise RecSQLAnalysisError(
+                f"Column `{column.name}` of CTE `{cte.name}` is a {column.agg}() column of type "
+                f"{dtype.simpleString()}; {column.agg} merges {_JOIN_TYPES[column.agg][1]} values: "
+                "cast the value its branches yield",
+                condition="RECSQL_HEAD_AGGREGATE_TYPE", sql=sql, **column.location)
         fields.append(StructField(column.name, dtype, True))
     return StructType(fields)
+
+
+# Spark's own joins in heads: the types each merges
+_JOIN_TYPES: dict[str, tuple[type[DataType] | tuple[type[DataType], ...], str]] = {
+    "bit_or": (INTEGRAL, "integral (TINYINT to BIGINT)"), "bit_and": (INTEGRAL, "integral (TINYINT to BIGINT)"),
+    "bool_or": (BooleanType, "BOOLEAN"), "bool_and": (BooleanType, "BOOLEAN"),
+}
+
+
+def _declared_type(spark: SparkSession, cte: CTEPlan, column: HeadColumn, dtype: DataType, sql: str) -> DataType:
+    """A declared aggregate's column holds values of its type: the branches' values are cast to
+    it, as a UNION's to the head's (an analysis, no job)."""
+    assert column.declared is not None  # called on declared columns only
+    declared = column.declared.type.sql("spark")
+    try:
+        cast = F.lit(None).cast(dtype).cast(declared).alias("v")
+        return spark.range(0).select(cast).schema["v"].dataType
+    except PySparkException:
+        raise RecSQLAnalysisError(
+            f"Column `{column.name}` of CTE `{cte.name}` is a {column.agg}() column: "
+            f"{column.agg}'s values are {declared}, and its branches yield "
+            f"{dtype.simpleString()}, which does not cast to it; cast the value they yield",
+            condition="RECSQL_HEAD_AGGREGATE_TYPE", sql=sql, **column.location) from None
 
 
 __all__ = ["AnalysedPlan", "analyse", "answer_type", "bind_unevaluated", "check_width", "infer_schemas", "type_sql",

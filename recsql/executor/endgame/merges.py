@@ -1,6 +1,8 @@
-"""Each state class's merge, in DuckDB: the same set / bag / min-max / contributor-sum semantics
-as the class's Spark `merge` (state.py), over the driver's tables of one CTE (`names`: role ->
-DuckDB table: `new` candidates, `delta`, `all`, and `contrib` for a sum/count head).
+"""Each merge kind's merge (`aggregates.Kind`), in DuckDB: the kind's Spark state
+(`state/relations.py`) keeps its rows across iterations as this keeps them in the driver's tables
+of one CTE (`names`: role -> DuckDB table: `new` candidates, `delta`, `all`, and `contrib` for a
+sum/count head), and both render each aggregate from its one description
+(`planner/aggregates.py`).
 
 A merge turns `new` into the next `delta` and folds it into `all`. The statements are the same
 in every iteration, so they are built once per CTE and rendered once.
@@ -15,25 +17,14 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 from sqlglot import exp
 
 from recsql.executor.endgame.database import own
-from recsql.executor.endgame.driver_sql import Untranslatable
 from recsql.executor.endgame.translate import duck_type
-from recsql.executor.state.relations import (
-    BEST,
-    CONTRIB,
-    BagState,
-    ContributorState,
-    ExtremaState,
-    RelationState,
-    SetState,
-)
-from recsql.planner.model import CTEPlan, HeadColumn
+from recsql.executor.state.relations import BEST, CONTRIB, ContributorState, RelationState
+from recsql.planner import aggregates
+from recsql.planner.aggregates import Kind
+from recsql.planner.model import CTEPlan
 
 _PRESENT = "__rq_present"  # marks the rows of a LEFT JOIN's right side that exist
 _CHANGES = "rq_changes"  # a sum/count head's changed contributors, per iteration
-# both ignore NULLs in DuckDB, like min()/max(); sqlglot writes the NULL-propagating form of
-# Least/Greatest unless told to ignore NULLs
-_EXTREME = {"min": exp.Least, "max": exp.Greatest}
-_AGG = {"min": exp.Min, "max": exp.Max, "sum": exp.Sum}
 
 Names = dict[str, str]
 
@@ -82,27 +73,19 @@ def _reading_candidates(first: exp.Create, new: str) -> str:
 
 
 def merge_for(state: RelationState, cte: CTEPlan, names: Names) -> Merge:
-    """The merge of `state`'s class (of its nearest base class with one, as method lookup would
-    find it: a subclass keeps its parent's semantics unless it has a merge of its own)."""
-    cls = _merge_class(state)
-    if cls is None:
-        raise Untranslatable(f"state {type(state).__name__}")
-    build, replaces_groups = MERGES[cls]
+    """The merge of `cte`'s kind, over `state`'s columns."""
+    kind = aggregates.kind(cte)
+    build, replaces_groups = MERGES[kind]
     statements = build(state, cte, names)
     first = statements[0]
     if not isinstance(first, exp.Create) or not isinstance(first.expression, exp.Query) \
             or any(_reads(s, names["new"]) for s in statements[1:]):
-        raise AssertionError(f"the merge of {cls.__name__} reads `new` after its first statement")
+        raise AssertionError(f"the {kind.value} merge reads `new` after its first statement")
     if not isinstance(statements[-1], exp.Insert) or (
             replaces_groups and not isinstance(statements[-2], exp.Delete)):
-        raise AssertionError(f"the merge of {cls.__name__} does not end as its counts are read")
+        raise AssertionError(f"the {kind.value} merge does not end as its counts are read")
     return Merge([s.sql("duckdb", identify=True) for s in statements], replaces_groups,
                  _reading_candidates(first, names["new"]))
-
-
-def _merge_class(state: RelationState) -> type | None:
-    """The nearest class of `state` with a merge, as method lookup would find it."""
-    return next((cls for cls in type(state).__mro__ if cls in MERGES), None)
 
 
 # A fixpoint the driver runs from the start, of one CTE whose state only ever gains rows (a set or
@@ -167,10 +150,10 @@ class Rounds:
 
 
 def rounds_for(state: RelationState, names: Names) -> Rounds | None:
-    """The one-statement iteration of `state`'s merge (found as `merge_for` finds it), if its
-    state only ever gains rows; `names` with a `rounds` table."""
-    cls = _merge_class(state)
-    return Rounds(state, names, distinct=cls is SetState) if cls in (SetState, BagState) else None
+    """The one-statement iteration of `state`'s merge, if its kind only ever gains rows;
+    `names` with a `rounds` table."""
+    kind = aggregates.kind(state.cte)
+    return Rounds(state, names, distinct=kind is Kind.SET) if kind.grows_only else None
 
 
 def _bag(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
@@ -199,31 +182,27 @@ def _unseen(select: exp.Select, seen: str, columns: list[str]) -> exp.Select:
 
 
 def _extrema(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
-    """Per group, the better of the old value and the best new one; a column with payload is
-    compared as its ranked tuple (`_ranked`), whose fields give it and its payload."""
+    """Per group, the merge of the old value and the fold of the new ones; a column with payload
+    is merged as its ranked tuple (`aggregates.ranked`), whose fields give it and its payload."""
     key, aggs = state.key, cte.aggregates
     payloads = {c.name: cte.payload(c) for c in aggs}
     merged = {c.name: BEST + c.name if payloads[c.name] else c.name for c in aggs}
     best = exp.select(*[_col(k) for k in key], *[
-        exp.alias_(_AGG[str(c.agg)](this=_ranked(c, payloads[c.name]) if payloads[c.name]
-                                    else _col(c.name)), merged[c.name]) for c in aggs])
+        exp.alias_(aggregates.aggregate(c).folded(
+            aggregates.ranked(c, payloads[c.name]) if payloads[c.name] else _col(c.name)), merged[c.name])
+        for c in aggs])
     best = best.from_(_table(names["new"]))
     if key:
         best = best.group_by(*[_col(k) for k in key])
-    value = {merged[c.name]: _EXTREME[str(c.agg)](
-        this=_col(merged[c.name], "o"), expressions=[_col(merged[c.name], "b")], ignore_nulls=True)
-        for c in aggs}
+    value = {merged[c.name]: aggregates.aggregate(c).combine(_col(merged[c.name], "o"), _col(merged[c.name], "b"))
+             for c in aggs}
     outputs: dict[str, exp.Expr] = {k: _col(k, "b") for k in key}
     for c in aggs:
         chosen = value[merged[c.name]]
-        if not payloads[c.name]:
-            outputs[c.name] = exp.alias_(chosen, c.name)
-            continue
-        for i, column in enumerate([c, *payloads[c.name]]):
-            field = exp.Anonymous(this="struct_extract",
-                                  expressions=[chosen.copy(), exp.Literal.string("v0" if i == 0 else f"p{i}")])
-            outputs[column.name] = exp.alias_(field, column.name)
-    ranked_old = [exp.alias_(_ranked(c, payloads[c.name]), merged[c.name])
+        fields = aggregates.unranked(chosen, c, payloads[c.name]) if payloads[c.name] else {c.name: chosen}
+        for name, field in fields.items():
+            outputs[name] = exp.alias_(field, name)
+    ranked_old = [exp.alias_(aggregates.ranked(c, payloads[c.name]), merged[c.name])
                   for c in aggs if payloads[c.name]]
     delta = (exp.select(*[outputs[c] for c in state.columns]).from_("b")
              .join("o", on=_match("b", "o", key), join_type="left")
@@ -233,32 +212,14 @@ def _extrema(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]
     return [_create(names["delta"], delta), *_replace_groups(names["all"], names["delta"], key)]
 
 
-def _ranked(column: HeadColumn, payload: list[HeadColumn]) -> exp.Expr:
-    """state.py's `ranked` tuple, as a DuckDB STRUCT that orders as Spark's: DuckDB puts a NULL
-    field after every value where Spark puts it first, so each payload field is preceded by a
-    flag that is false for NULL (the flag decides; two NULLs compare equal, as in Spark). The
-    value needs none: its own leading flag already sets NULL values apart."""
-    value = _col(column.name)
-    is_null = exp.Is(this=value, expression=exp.Null())
-    fields: list[tuple[str, exp.Expr]] = [
-        ("l", is_null if column.agg == "min" else exp.Not(this=is_null)), ("v0", value.copy())]
-    for i, p in enumerate(payload, start=1):
-        fields += [(f"n{i}", exp.Not(this=exp.Is(this=_col(p.name), expression=exp.Null()))),
-                   (f"p{i}", _col(p.name))]
-    return exp.Struct(expressions=[
-        exp.PropertyEQ(this=exp.to_identifier(name), expression=e) for name, e in fields])
-
-
 def _contributors(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.Expr]:
     assert isinstance(state, ContributorState)  # MERGES pairs this merge with the class
     key, aggs = state.key, cte.aggregates
     per_contributor = [*key, CONTRIB]
-    # an extremum per contributor; a sum/count contributor has one value per iteration
     fresh = exp.select(*[_col(k) for k in per_contributor], *[
-        exp.alias_(_AGG[str(c.agg) if c.agg in _EXTREME else "max"](this=_col(c.name)), c.name)
-        for c in aggs
+        exp.alias_(aggregates.aggregate(c).fresh(_col(c.name)), c.name) for c in aggs
     ]).from_(_table(names["new"])).group_by(*[_col(k) for k in per_contributor])
-    values = {c.name: _contributor_value(state, str(c.agg), c.name) for c in aggs}
+    values = {c.name: _contribution(state, c.name, aggregates.aggregate(c)) for c in aggs}
     changes = (exp.select(*[_col(k, "f") for k in per_contributor],
                           *[exp.alias_(values[c.name], c.name) for c in aggs])
                .from_("f")
@@ -268,7 +229,7 @@ def _contributors(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.
                .with_("o", as_=_present(names["contrib"])))
     contributor_cols = [*per_contributor, *[c.name for c in aggs]]
     totals = {c.name: exp.alias_(exp.cast(
-        _AGG[str(c.agg) if c.agg in _EXTREME else "sum"](this=_col(c.name, "t")),
+        aggregates.aggregate(c).total(_col(c.name, "t")),
         duck_type(state.schema[c.name].dataType)), c.name) for c in aggs}
     outputs: list[exp.Expr] = [_col(c, "t") if c in key else totals[c] for c in state.columns]
     distinct_keys: list[exp.Expr] = [_col(k) for k in key] or [exp.alias_(exp.Literal.number(1), "one")]
@@ -292,31 +253,16 @@ def _contributors(state: RelationState, cte: CTEPlan, names: Names) -> list[exp.
     ]
 
 
-def _contributor_value(state: ContributorState, agg: str, name: str) -> exp.Expr:
-    """A contributor's value after this iteration: its fresh value `f` against its old one `o`
-    (an extremum keeps the better; a sum/count takes the fresh one, but a floating-point sum
-    within the tolerance of the old value keeps the old, as on Spark)."""
-    new, old = _col(name, "f"), _col(name, "o")
-    if agg in _EXTREME:
-        return _EXTREME[agg](this=old, expressions=[new], ignore_nulls=True)
-    fresh = exp.Coalesce(this=new, expressions=[old.copy()])
-    if not isinstance(state.schema[name].dataType, (DoubleType, FloatType)):
-        return fresh
-    # repr(float): the literal DuckDB reads as the same DOUBLE
-    tolerance = exp.Literal.number(repr(float(state.tolerance)))
-    within = exp.and_(
-        exp.Not(this=exp.Is(this=old.copy(), expression=exp.Null())),
-        exp.LTE(this=exp.Abs(this=exp.Sub(this=new.copy(), expression=old.copy())),
-                expression=exp.Mul(this=tolerance, expression=exp.Abs(this=old.copy()))))
-    return exp.Case(ifs=[exp.If(this=within, true=old.copy())], default=fresh)
+def _contribution(state: ContributorState, name: str, aggregate: aggregates.Aggregate) -> exp.Expr:
+    """A contributor's value after this iteration, from its fresh value `f` and its old one `o`."""
+    floating = isinstance(state.schema[name].dataType, (DoubleType, FloatType))
+    return aggregate.contribution(_col(name, "f"), _col(name, "o"), state.tolerance if floating else None)
 
 
 def _changed(values: Mapping[str, exp.Expr]) -> exp.Expr:
     """New to the relation, or a value that differs from the old one (NULLs compare equal)."""
     return exp.or_(exp.Is(this=_col(_PRESENT, "o"), expression=exp.Null()), *[
-        exp.NullSafeNEQ(this=value.copy(), expression=_col(name, "o"))
-        for name, value in values.items()
-    ])
+        aggregates.changed(value, _col(name, "o")) for name, value in values.items()])
 
 
 def _present(table: str, extra: list[exp.Expr] | None = None) -> exp.Select:
@@ -370,11 +316,11 @@ def _col(name: str, table: str | None = None) -> exp.Column:
 
 
 _Build = Callable[[RelationState, CTEPlan, Names], list[exp.Expr]]
-# state class -> (its merge's statements, whether the delta replaces groups of `all`: a DELETE of
-# them before the INSERT that appends the delta; else `all` grows by exactly the delta)
-MERGES: dict[type[RelationState], tuple[_Build, bool]] = {
-    BagState: (_bag, False),
-    SetState: (_set, False),
-    ExtremaState: (_extrema, True),
-    ContributorState: (_contributors, True),
+# kind -> (its merge's statements, whether the delta replaces groups of `all`: a DELETE of them
+# before the INSERT that appends the delta; else `all` grows by exactly the delta)
+MERGES: dict[Kind, tuple[_Build, bool]] = {
+    Kind.BAG: (_bag, False),
+    Kind.SET: (_set, False),
+    Kind.EXTREMA: (_extrema, True),
+    Kind.CONTRIBUTORS: (_contributors, True),
 }

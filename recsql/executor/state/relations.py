@@ -10,19 +10,21 @@ checkpoints it, `commit` derives `all` and `delta` from it without further jobs.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
 from functools import cached_property
 from typing import TypedDict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, FloatType, StructField, StructType
+from sqlglot import exp
 
+from recsql.planner import aggregates
+from recsql.planner.aggregates import Kind
 from recsql.planner.model import CTEPlan, HeadColumn
 
 CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contrib"
 PARTITION = "__rq_partition"
-BEST, LAST = "__rq_best_", "__rq_last"  # a ranked tuple's column prefix; its NULL-value flag
+BEST = "__rq_best_"  # the column prefix of a ranked tuple (`aggregates.ranked`)
 
 
 def empty(spark: SparkSession, schema: StructType) -> DataFrame:
@@ -57,30 +59,18 @@ def with_partition(df: DataFrame) -> DataFrame:
     `spark_partition_id()` inside an aggregate (`observe`, `agg`), so it is projected first;
     drop the column again after observing."""
     return df.withColumn(PARTITION, F.spark_partition_id())
-EXTREMA = {"min": F.min, "max": F.max}
 
 
-def _extremum(column: HeadColumn) -> Callable[[Column | str], Column]:
-    """min or max, for a min()/max() head column."""
-    if column.agg is None:  # never: called on `CTEPlan.aggregates` only
-        raise AssertionError(f"`{column.name}` is a group-key column, not an aggregate")
-    return EXTREMA[column.agg]
-
-
-def ranked(column: HeadColumn, payload: list[HeadColumn]) -> Column:
-    """The tuple a min()/max() column with payload is ranked by: its value, then its payload
-    columns in head order, compared lexicographically in Spark's ordering (NULLs first, NaN
-    last, -0.0 equal to 0.0). A leading flag keeps the rule of min()/max() that a NULL value
-    never beats a non-NULL one (`min` ranks it last, `max` first, as Spark's NULLs already are)."""
-    value = F.col(column.name)
-    last = value.isNull() if column.agg == "min" else value.isNotNull()
-    return F.struct(last.alias(LAST), value, *[F.col(p.name) for p in payload])
+def spark(expression: exp.Expr) -> Column:
+    """`expression` (of `aggregates`, over the state's columns) as a Spark Column."""
+    return F.expr(expression.sql("spark", identify=True))
 
 
 def ranked_type(schema: StructType, column: HeadColumn, payload: list[HeadColumn]) -> StructType:
-    """`ranked`'s type over the state's `schema`."""
-    return StructType([StructField(LAST, BooleanType(), False), schema[column.name],
-                       *[schema[p.name] for p in payload]])
+    """The type of `aggregates.ranked` over the state's `schema`."""
+    return StructType([StructField(field, BooleanType(), False) if name is None else
+                       StructField(field, schema[name].dataType, True)
+                       for field, name in aggregates.ranked_fields(column, payload)])
 
 
 class _ExtremaMerge(TypedDict):
@@ -228,22 +218,23 @@ class ExtremaState(RelationState):
         changed = ~F.max(OLD)
         for c in self.cte.aggregates:
             payload = self.cte.payload(c)
-            extremum = _extremum(c)
+            agg = aggregates.aggregate(c)
             dtype: DataType
+            value: exp.Expr
             if payload:
-                name, value = BEST + c.name, ranked(c, payload)
+                name, value = BEST + c.name, aggregates.ranked(c, payload)
                 dtype = ranked_type(self.schema, c, payload)
             else:
-                name, value = c.name, F.col(c.name)
+                name, value = c.name, exp.column(c.name, quoted=True)
                 dtype = self.schema[c.name].dataType
-            best = extremum(name)
-            new.append(extremum(value).alias(name))
+            best = agg.folded(exp.column(name, quoted=True))
+            new.append(spark(agg.folded(value)).alias(name))
             nulls.append(F.lit(None).cast(dtype).alias(OLD + name))
-            old += [value.alias(name), value.alias(OLD + name)]
-            changed = changed | ~best.eqNullSafe(F.max(OLD + name))
+            old += [spark(value).alias(name), spark(value).alias(OLD + name)]
+            changed = changed | spark(aggregates.changed(best, exp.Max(this=exp.column(OLD + name, quoted=True))))
+            fields = aggregates.unranked(best, c, payload) if payload else {c.name: best}
             for column in [c, *payload]:
-                merged.append(best.getField(column.name).alias(column.name) if payload
-                              else best.alias(column.name))
+                merged.append(spark(fields[column.name]).alias(column.name))
                 grouped.append(column.name)
         return {
             "new": [*new, *nulls, F.lit(False).alias(OLD)],
@@ -296,21 +287,20 @@ class ContributorState(RelationState):
             (F.row_number().over(group.orderBy(CONTRIB)) == 1).alias(REP),
         )
 
-    def _contributor_value(self, column) -> Column:
-        """min/max keep the extremum; sum/count take the new value unless it is within the
-        tolerance of the old one (then the contributor is unchanged and the fixpoint can end)."""
-        if column.agg in EXTREMA:
-            return EXTREMA[column.agg](column.name).alias(column.name)
-        new = F.max(F.when(~F.col(OLD), F.col(column.name)))
-        old = F.max(F.when(F.col(OLD), F.col(column.name)))
-        if isinstance(self.schema[column.name].dataType, (DoubleType, FloatType)):
-            close = F.abs(new - old) <= F.lit(self.tolerance) * F.abs(old)
-            new = F.when(old.isNotNull() & close, old).otherwise(new)
-        return F.coalesce(new, old).alias(column.name)
+    def _contributor_value(self, column: HeadColumn) -> Column:
+        """The contributor's value after this iteration (`Aggregate.contribution`), from its new
+        rows' value and its old one."""
+        agg = aggregates.aggregate(column)
+        value = exp.column(column.name, quoted=True)
+        flag = exp.column(OLD, quoted=True)
+        new = agg.fresh(exp.Case(ifs=[exp.If(this=exp.Not(this=flag), true=value)]))
+        old = exp.Max(this=exp.Case(ifs=[exp.If(this=flag.copy(), true=value.copy())]))
+        floating = isinstance(self.schema[column.name].dataType, (DoubleType, FloatType))
+        return spark(agg.contribution(new, old, self.tolerance if floating else None)).alias(column.name)
 
     @staticmethod
-    def _group_value(column) -> Column:
-        return EXTREMA[column.agg](column.name) if column.agg in EXTREMA else F.sum(column.name)
+    def _group_value(column: HeadColumn) -> Column:
+        return spark(aggregates.aggregate(column).total(exp.column(column.name, quoted=True)))
 
     def commit(self, merged: DataFrame, metrics: dict) -> None:
         aggs = self.cte.aggregates
@@ -380,11 +370,14 @@ def union_all(parts: list[DataFrame]) -> DataFrame | None:
     return result
 
 
-def make_state(spark, cte: CTEPlan, schema: StructType, partitions: int, tolerance: float):
-    if cte.bag:
-        return BagState(spark, cte, schema, partitions)
-    if cte.summing:
+def make_state(spark: SparkSession, cte: CTEPlan, schema: StructType, partitions: int,
+               tolerance: float) -> RelationState:
+    """The state of `cte`'s kind (`aggregates.kind`)."""
+    kind = aggregates.kind(cte)
+    if kind is Kind.CONTRIBUTORS:
         return ContributorState(spark, cte, schema, partitions, tolerance)
-    if cte.aggregates:
-        return ExtremaState(spark, cte, schema, partitions)
-    return SetState(spark, cte, schema, partitions)
+    return STATES[kind](spark, cte, schema, partitions)
+
+
+# the state of each kind but the contributors' (which also takes the tolerance)
+STATES: dict[Kind, type[RelationState]] = {Kind.BAG: BagState, Kind.SET: SetState, Kind.EXTREMA: ExtremaState}
