@@ -48,7 +48,6 @@ from urllib.parse import urlparse
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from recsql.executor.loop.protocols import Context, PartitionedBase
 from recsql.planner.model import base_key
@@ -203,11 +202,13 @@ def row_identity(df: DataFrame, label: str) -> list[tuple[Any, ...]] | None:
     """The row count, the XOR of the rows' 64-bit hashes and the sum of their low 31 bits (a
     bag's doubled row cancels in the XOR, not in the sum): one hash a row, where a second one
     (the sum of 32-bit `hash`es) made the scan a fifth slower (benchmarks/FINDINGS.md). Summed
-    as BIGINT, 31-bit values cannot overflow below 2^32 rows (a DECIMAL sum doubled the scan)."""
+    as BIGINT, 31-bit values cannot overflow below 2^32 rows (a DECIMAL sum doubled the scan).
+    Written as SQL expressions: the same plan, built in 14 Py4J calls where `functions`' column
+    objects took 167 (benchmarks/FINDINGS.md, "A warm SSSP at RMAT 2^16, fourth pass")."""
+    columns = ", ".join("`" + c.replace("`", "``") + "`" for c in df.columns)
     try:
-        hashed = df.select(F.xxhash64(*[F.col(f"`{c}`") for c in df.columns]).alias("h"))
-        row = hashed.agg(F.count(F.lit(1)).alias("n"), F.bit_xor("h").alias("x"),
-                         F.sum(F.col("h").bitwiseAND(F.lit(LOW_BITS))).alias("s")).first()
+        row = df.selectExpr(f"xxhash64({columns}) AS h").selectExpr(
+            "count(1) AS n", "bit_xor(h) AS x", f"sum(h & {LOW_BITS}) AS s").first()
     except PySparkException as error:
         log.debug("recsql: %s cannot be identified by its rows: %s", label, error)
         return None
