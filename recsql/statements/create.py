@@ -77,7 +77,7 @@ def _create_recursive_view(request: Request, node: exp.Create, analysed: Analyse
     temporary = any(isinstance(p, exp.TemporaryProperty) for p in _properties(node))
     replace, if_not_exists = bool(node.args.get("replace")), bool(node.args.get("exists"))
     if not temporary:
-        reason = _temporary_reads(request.spark, expansion)
+        reason = _temporary_reads(request.spark, expansion) or _temporary_aggregate(plan)
         if reason:
             # Spark refuses a permanent view over temporary objects; RaDlog kept it per session.
             warnings.warn(f"view {name} refers to temporary {reason}; registered as a temporary "
@@ -125,6 +125,17 @@ def _created_by_spark(request: Request) -> bool:
         # INT and BIGINT in a recursion) with an unconverted SparkException under Py4J
         return False
     return True
+
+
+def _temporary_aggregate(plan: QueryPlan) -> str | None:
+    """The temporary declared aggregate a head uses (`aggregate bor`), else None: like a
+    temporary view, it lives only as long as this session."""
+    for group in plan.groups:
+        for cte in group.ctes:
+            for column in cte.head:
+                if column.declared is not None and column.declared.temporary:
+                    return f"aggregate {column.declared.name}"
+    return None
 
 
 def _temporary_reads(spark: SparkSession, expansion: Expansion) -> str | None:

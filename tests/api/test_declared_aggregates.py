@@ -197,3 +197,30 @@ def test_a_stored_aggregate_is_found_by_another_session_and_dropped(spark):
         recsql.sql(f"DROP AGGREGATE {name}", spark=spark)
     assert raised.value.condition == "RECSQL_AGGREGATE_NOT_FOUND"
     recsql.sql(f"DROP AGGREGATE IF EXISTS {name}", spark=spark)
+
+
+def test_a_permanent_view_over_a_temporary_aggregate_is_kept_for_the_session(spark):
+    """Spark refuses a permanent view over a temporary object; recsql keeps it as a temporary
+    view of the session (as for a temporary view it reads), and says so."""
+    name, view = unique_name("tmp_bor"), unique_name("bits_view")
+    edges_table, nodes_table = unique_name("agg_pe"), unique_name("agg_pn")
+    edges, flags = graph(5, nodes=8, edges=10)
+    spark.createDataFrame(edges, "src INT, dst INT").write.saveAsTable(edges_table)
+    spark.createDataFrame(sorted(flags.items()), "node INT, flag BIGINT").write.saveAsTable(nodes_table)
+    try:
+        recsql.sql(BOR.format(name=name), spark=spark)
+        body = HEAD.format(agg=name, value="flag", nodes=nodes_table, edges=edges_table)
+        with pytest.warns(UserWarning, match=f"temporary aggregate {name}"):
+            recsql.sql(f"CREATE VIEW {view} AS {body}", spark=spark)
+        assert spark.catalog.getTable(view).isTemporary
+        expected = []
+        for node, sources in reached_from(edges, sorted(flags)).items():
+            value = 0
+            for s in sources:
+                value |= flags[s]
+            expected.append((node, value))
+        assert rows(recsql.sql(f"SELECT node, v FROM {view}", spark=spark)) == sorted(expected)
+    finally:
+        spark.catalog.dropTempView(view)
+        spark.sql(f"DROP TABLE IF EXISTS {edges_table}")
+        spark.sql(f"DROP TABLE IF EXISTS {nodes_table}")
