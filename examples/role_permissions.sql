@@ -13,3 +13,11 @@ WITH RECURSIVE rights (Role, bor() AS Bits) AS (
   SELECT i.Role, r.Bits FROM rights r JOIN inherits i ON r.Role = i.Parent
 )
 SELECT Role, Bits FROM rights ORDER BY Role;
+
+-- The same in the Spark grammar: the recursive term calls the aggregate with the value.
+WITH RECURSIVE rights (Role, Bits) AS (
+  SELECT Role, Bits FROM grants
+  UNION
+  SELECT i.Role, bor(r.Bits) FROM rights r JOIN inherits i ON r.Role = i.Parent GROUP BY i.Role
+)
+SELECT Role, Bits FROM rights ORDER BY Role;
