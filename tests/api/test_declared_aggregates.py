@@ -56,6 +56,17 @@ def reached_from(edges: list[tuple[int, int]], nodes: list[int]) -> dict[int, se
     return sources
 
 
+def or_of_reached(edges: list[tuple[int, int]], flags: dict[int, int]) -> list[tuple[int, int]]:
+    """Each node with the bitwise or of the flags of every node it is reached from (the oracle)."""
+    expected = []
+    for node, sources in reached_from(edges, sorted(flags)).items():
+        value = 0
+        for s in sources:
+            value |= flags[s]
+        expected.append((node, value))
+    return sorted(expected)
+
+
 @pytest.fixture(params=["driver endgame", "Spark loop"])
 def engine(request, spark):
     with setting(spark, "spark.recsql.endgame.enabled", "true" if request.param == "driver endgame" else "false"):
@@ -78,13 +89,8 @@ def test_bitwise_or_flags_over_a_graph(spark, engine, tables, form):
     if form.startswith("declared"):
         recsql.sql(BOR.format(name=agg), spark=spark)
     query = (HEAD if form.endswith("head") else TERM).format(agg=agg, value="flag", nodes=node_table, edges=edge_table)
-    expected = []
-    for node, sources in reached_from(edges, sorted(flags)).items():
-        value = 0
-        for s in sources:
-            value |= flags[s]
-        expected.append((node, value))
-    assert rows(recsql.sql(query, spark=spark)) == sorted(expected)
+    expected = or_of_reached(edges, flags)
+    assert rows(recsql.sql(query, spark=spark)) == expected
 
 
 def test_the_hull_of_an_interval_a_set_union_and_the_k_smallest(spark, engine, tables):
@@ -180,13 +186,8 @@ def test_a_stored_aggregate_is_found_by_another_session_and_dropped(spark):
         register(other, "agg_e", edges, "src INT, dst INT")
         register(other, "agg_n", sorted(flags.items()), "node INT, flag BIGINT")
         got = rows(recsql.sql(HEAD.format(agg=name, value="flag", nodes="agg_n", edges="agg_e"), spark=other))
-        expected = []
-        for node, sources in reached_from(edges, sorted(flags)).items():
-            value = 0
-            for s in sources:
-                value |= flags[s]
-            expected.append((node, value))
-        assert got == sorted(expected)
+        expected = or_of_reached(edges, flags)
+        assert got == expected
         with pytest.raises(RecSQLAnalysisError) as raised:
             recsql.sql(BOR.format(name=name).replace("OR REPLACE TEMPORARY ", ""), spark=other)
         assert raised.value.condition == "RECSQL_AGGREGATE_ALREADY_EXISTS"
@@ -213,13 +214,8 @@ def test_a_permanent_view_over_a_temporary_aggregate_is_kept_for_the_session(spa
         with pytest.warns(UserWarning, match=f"temporary aggregate {name}"):
             recsql.sql(f"CREATE VIEW {view} AS {body}", spark=spark)
         assert spark.catalog.getTable(view).isTemporary
-        expected = []
-        for node, sources in reached_from(edges, sorted(flags)).items():
-            value = 0
-            for s in sources:
-                value |= flags[s]
-            expected.append((node, value))
-        assert rows(recsql.sql(f"SELECT node, v FROM {view}", spark=spark)) == sorted(expected)
+        expected = or_of_reached(edges, flags)
+        assert rows(recsql.sql(f"SELECT node, v FROM {view}", spark=spark)) == expected
     finally:
         spark.catalog.dropTempView(view)
         spark.sql(f"DROP TABLE IF EXISTS {edges_table}")
