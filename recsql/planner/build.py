@@ -16,12 +16,12 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser.dialect import AggregateColumn
-from recsql.planner import checks, doubling
+from recsql.parser.locate import locate
+from recsql.planner import checks, doubling, seeds
 from recsql.planner.branches import bound_table, branches_of, sources
 from recsql.planner.catalog import Catalog
 from recsql.planner.demand import push_demand
 from recsql.planner.limits import split_limited_reads
-from recsql.planner.locate import locate
 from recsql.planner.model import (
     AGGREGATES,
     ALL,
@@ -438,6 +438,8 @@ class _Planner(_Heads):
         for index, body in enumerate(bodies, start=1):
             cte.branches.append(self.branch(cte, index, body, members))
         cte.doubling = doubling.doubling_branch(cte)
+        if cte.doubling is not None:
+            cte.doubling_switch = doubling.switch_variants(cte.doubling)
         return cte
 
     def branch(self, cte: CTEPlan, index: int, body: exp.Query, members: set[str]) -> Branch:
@@ -448,7 +450,7 @@ class _Planner(_Heads):
             ref = Ref(binding=f"rq_r{k}", cte=table.name.lower(), alias=table.alias_or_name)
             refs.append(ref)
             table.replace(bound_table(ref.binding, ref.alias))
-        branch = Branch(index=index, select=body, refs=tuple(refs))
+        branch = Branch(index=index, select=body, refs=tuple(refs), seeded=seeds.is_seeded(body))
         if not branch.recursive:
             self.bind_ctes(body, set(self.strata) - members)
             if cte.summing:

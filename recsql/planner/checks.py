@@ -9,7 +9,7 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
-from recsql.planner.locate import locate, locate_span
+from recsql.parser.locate import locate, locate_name, locate_span
 from recsql.planner.names import TableName, is_cte_reference
 
 # Constructs a recursive branch may not contain, with the reason given to the user. Under UNION
@@ -369,14 +369,6 @@ def table_not_found(table: exp.Table, sql: str, catalog, known_ctes=()) -> RecSQ
     )
     error.sqlstate = "42P01"  # Spark's, for clients that read it (the server, JDBC)
     return error
-
-
-def locate_name(table: exp.Table, sql: str) -> dict:
-    """Where a table's whole name is written: from its first part to its last."""
-    first, last = locate(table.parts[0], sql), locate(table.parts[-1], sql)
-    if first and last and first["line"] == last["line"]:
-        first["length"] = last["pos"] + last["length"] - first["pos"]
-    return first or locate(table, sql)
 
 
 def did_you_mean(name: str, candidates) -> str:

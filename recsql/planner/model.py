@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from recsql.planner.names import TableName
+from recsql.planner.seeds import shift_seeds
 
 # Head aggregate spellings -> canonical function (docs/dialect.md section 2): RaSQL's, and Spark's
 # own aggregates that are a lattice's join (associative, commutative, idempotent), so that their
@@ -140,10 +141,21 @@ class Branch:
     bases: tuple[BaseRelation, ...] = ()
     # every reference joins a base table on its whole partition key: the join needs no exchange
     copartitioned: bool = False
+    # calls a random function with a seed (planner/seeds.py): a recursive branch then runs with
+    # other seeds at every iteration (`select_at`), so its text is rendered afresh each time
+    seeded: bool = False
 
     @property
     def recursive(self) -> bool:
         return bool(self.refs)
+
+    def select_at(self, iteration: int, args: dict | None = None) -> exp.Expr:
+        """The branch as Spark runs it at `iteration` (1: the first recursive step): a recursive
+        term's seeds shifted by the steps before it (`seeds.shift_seeds`; `args`: the statement's
+        `:name` parameters). `select` itself when nothing shifts."""
+        if not (self.recursive and self.seeded):
+            return self.select
+        return shift_seeds(self.select, iteration, args)
 
     @property
     def aggregating(self) -> bool:
@@ -168,8 +180,10 @@ class CTEPlan:
     head: tuple[HeadColumn, ...]
     branches: list[Branch]
     bag: bool = False  # UNION ALL: no deduplication, no aggregates
-    # a linear transitive closure's non-linear twin (planner/doubling.py), None otherwise
+    # a linear transitive closure's non-linear twin (planner/doubling.py), None otherwise, and
+    # the delta rules of the round that switches to it (every reference reading the whole relation)
     doubling: Branch | None = None
+    doubling_switch: tuple[tuple[str, ...], ...] = ()
     level_limit: int | None = None  # Spark's `MAX RECURSION LEVEL n` written on this CTE
     compared: tuple[ComparedColumn, ...] = ()  # its SEARCH and CYCLE columns
 

@@ -33,8 +33,8 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn, CycleClause, SearchClause
+from recsql.parser.locate import locate
 from recsql.planner.branches import sources
-from recsql.planner.locate import locate
 
 DEPTH_FIELD = "*DEPTH*"  # PostgreSQL's name for the breadth-first depth inside the seq record
 WRAPPER = "__search_cycle"  # the derived tables that wrap the anchor and the recursive term

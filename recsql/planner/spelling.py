@@ -25,7 +25,7 @@ sqlglot parses Spark's `EVERY(x)` and `SOME(x)`, and a call of an aggregate user
 Spark's `MIN_BY(payload, value)` beside `MIN(value)` (`MAX_BY` beside `MAX`) is a payload column
 of that `min()`: the head `argmin(cost) AS pred` (docs/dialect.md section 2).
 
-A leaf: it imports no other planner module but the two leaves `branches` and `locate`.
+A leaf: it imports no other planner module but the leaf `branches` (and the parser's `locate`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser.dialect import AggregateColumn
+from recsql.parser.locate import locate
 from recsql.planner.branches import branches_of
-from recsql.planner.locate import locate
 
 
 class Unmappable(Exception):

@@ -20,8 +20,8 @@ from sqlglot import exp
 
 from recsql.errors import RecSQLAnalysisError
 from recsql.parser import parse_statement
+from recsql.parser.locate import locate
 from recsql.planner.catalog import Catalog, StoredView
-from recsql.planner.locate import locate
 from recsql.planner.names import TableName
 from recsql.planner.scoping import rename_reads
 

@@ -17,8 +17,8 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError
 from recsql.executor.analysis.stage import AnalysedPlan
 from recsql.executor.loop.spark_sql import from_spark_error, quiet_pyspark_error_logs, render
+from recsql.parser.locate import locate
 from recsql.planner import QueryPlan
-from recsql.planner.locate import locate
 from recsql.planner.views import Expansion
 from recsql.statements import stages, views
 from recsql.statements.request import Request, Result

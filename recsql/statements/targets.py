@@ -8,7 +8,7 @@ from pyspark.errors import AnalysisException
 from sqlglot import exp
 
 from recsql.executor.loop.spark_sql import from_spark_error
-from recsql.planner.checks import locate_name
+from recsql.parser.locate import locate_name
 
 
 def target(node: exp.Create | exp.Insert) -> exp.Table:

@@ -36,7 +36,7 @@ from recsql.executor.analysis.spark_types import (
 from recsql.executor.loop.protocols import Context
 from recsql.executor.loop.spark_sql import query_df, quiet_pyspark_error_logs, render, run_sql
 from recsql.executor.state.relations import CONTRIB, empty
-from recsql.planner.locate import locate
+from recsql.parser.locate import locate
 from recsql.planner.model import Branch, CTEPlan, GroupStep, HeadColumn, QueryPlan, ViewStep, cte_binding
 
 

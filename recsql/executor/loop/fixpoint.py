@@ -33,7 +33,6 @@ from recsql.executor.state.relations import (
     with_partition,
 )
 from recsql.executor.strategies import index, joinside, lookup, recovery, rollover, skew
-from recsql.planner import doubling, seeds
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
 from recsql.planner.names import TableName
 
@@ -79,7 +78,7 @@ class GroupRun:
         key = (cte.key, id(branch))  # a CTE's doubling rule shares its linear branch's index
         if key not in self.texts:
             self.texts[key] = render(with_contributor(cte, branch), escape_braces=True)
-        if branch.recursive and seeds.is_seeded(branch.select):
+        if branch.recursive and branch.seeded:
             return render(self.query(cte, branch), escape_braces=True)
         return self.texts[key]
 
@@ -87,9 +86,7 @@ class GroupRun:
         """The branch as this iteration runs it: with a sum/count's contributor, and its seeds
         shifted (Spark seeds a recursive term's rand(seed), uuid(seed), ... afresh at every
         step: seed + steps before it)."""
-        shifted = seeds.shift_seeds(branch.select, self.building, self.ctx.args) if branch.recursive \
-            else branch.select
-        return with_contributor(cte, branch, shifted)
+        return with_contributor(cte, branch, branch.select_at(self.building, self.ctx.args))
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
                   broadcast_bases: bool = False, bases: dict[str, DataFrame] | None = None) -> DataFrame:
@@ -264,7 +261,7 @@ class GroupRun:
         if cte.doubling is None or not self.doubling_round(iteration):
             return [(b, b.variants) for b in cte.recursive_branches]
         if iteration == after + 1:
-            return [(cte.doubling, doubling.switch_variants(cte.doubling))]
+            return [(cte.doubling, cte.doubling_switch)]
         return [(cte.doubling, cte.doubling.variants)]
 
     def bind_variant(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]):

@@ -18,8 +18,7 @@ from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
-from recsql.planner.checks import locate_name
-from recsql.planner.locate import locate, locate_span
+from recsql.parser.locate import locate, locate_name, locate_span
 from recsql.planner.names import TableName
 
 log = logging.getLogger(__name__)

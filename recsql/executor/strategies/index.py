@@ -33,7 +33,6 @@ from recsql.executor.loop.protocols import Loop, PartitionedBase
 from recsql.executor.loop.spark_sql import render, run_sql
 from recsql.executor.state.relations import RelationState
 from recsql.executor.strategies.lookup import field_named
-from recsql.planner import seeds
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref, RefJoin
 
 ROWS = "__rq_rows"
@@ -97,11 +96,10 @@ class Index:
         """The branch as run (contributor, shifted seeds: `GroupRun.query`) in its direct form,
         rendered once unless its seeds shift each iteration."""
         key = (cte.key, id(branch))
-        seeded = seeds.is_seeded(branch.select)
-        if seeded or key not in self.texts:
+        if branch.seeded or key not in self.texts:
             found = direct_select(self.run.query(cte, branch), ref.binding, base.binding, JOINED)
             direct = None if found is None else (render(found[0], escape_braces=True), found[1])
-            if seeded:
+            if branch.seeded:
                 return direct
             self.texts[key] = direct
         return self.texts[key]

@@ -40,7 +40,7 @@ from recsql.executor.state.relations import ContributorState, RelationState
 from recsql.planner.names import TableName
 
 if TYPE_CHECKING:
-    from recsql.planner import QueryPlan
+    from recsql.planner.model import QueryPlan
     from recsql.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,7 @@
-"""Where a node sits in the statement text: keyword arguments for `RecSQLError`."""
+"""Where a node sits in the statement text: keyword arguments for `RecSQLError`.
+
+In the parser's room, the lowest that holds the statement's text and tree: the planner, the
+executor and the statement layer all point their errors at the user's SQL with it."""
 
 from __future__ import annotations
 
@@ -44,3 +47,11 @@ def locate_span(node: exp.Expr, sql: str) -> dict:
         end = min(end, line_end - 1)
     return {"line": sql.count("\n", 0, start) + 1, "pos": start - (sql.rfind("\n", 0, start) + 1),
             "length": end - start + 1}
+
+
+def locate_name(table: exp.Table, sql: str) -> dict:
+    """Where a table's whole name is written: from its first part to its last."""
+    first, last = locate(table.parts[0], sql), locate(table.parts[-1], sql)
+    if first and last and first["line"] == last["line"]:
+        first["length"] = last["pos"] + last["length"] - first["pos"]
+    return first or locate(table, sql)
