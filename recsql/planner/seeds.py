@@ -13,6 +13,9 @@ Spark's `ExpressionWithRandomSeed` expressions are `Rand` (`rand`, `random`), `R
 `Uniform`, `RandStr`, `Uuid` and `Shuffle`. An unseeded call draws a fresh seed every time
 anyway, and a NULL seed stays NULL when shifted (and means "unseeded" to `uuid`/`shuffle`), so
 both are left as written.
+
+The planner marks the branches that call one (`Branch.seeded`); the executor runs a recursive one
+as `Branch.select_at(iteration, args)` gives it, which shifts its seeds here.
 """
 
 from __future__ import annotations

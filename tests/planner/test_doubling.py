@@ -32,6 +32,8 @@ def test_linear_closures_get_a_doubling_rule(query):
     rule, plan = doubling_of(query.format(t="edge"))
     assert rule is not None
     assert [r.cte for r in rule.refs] == ["tc", "tc"]
+    # the round that switches joins the whole relation with itself, once
+    assert plan.groups[0].ctes[0].doubling_switch == (("all", "all"),)
     assert "recursive doubling" in render_plan(plan)
 
 

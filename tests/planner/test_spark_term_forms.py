@@ -74,6 +74,21 @@ def test_parameter_and_expression_seeds():
         "SELECT RAND(NULL), UUID(NULL), UUID(1 + 2) FROM r"
 
 
+def test_the_plan_marks_a_seeded_term_and_runs_it_shifted():
+    # what the executor reads: `Branch.seeded`, decided by the planner, and `select_at`
+    q = ("WITH RECURSIVE r(n, x) AS (SELECT 1, rand(7) UNION ALL SELECT n + 1, rand(:s) FROM r "
+         "WHERE n < 3) SELECT * FROM r")
+    (group,) = plan_query(parse_statement(q).expression, q, CATALOG).groups
+    (anchor,), (term,) = group.ctes[0].base_branches, group.ctes[0].recursive_branches
+    assert anchor.seeded and term.seeded
+    assert anchor.select_at(3) is anchor.select  # the anchor is never shifted
+    assert term.select_at(1, {"s": 11}) is term.select
+    assert "RAND(13)" in term.select_at(3, {"s": 11}).sql("rasql")
+    q = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + rand() FROM r WHERE n < 3) SELECT * FROM r"
+    (group,) = plan_query(parse_statement(q).expression, q, CATALOG).groups
+    assert not any(b.seeded for b in group.ctes[0].branches)
+
+
 def test_the_driver_endgame_never_evaluates_a_random_function():
     # DuckDB cannot reproduce Spark's generators: these branches stay on Spark
     for call in ("rand(7)", "randn(7)", "uniform(1, 6, 7)", "randstr(10, 7)", "uuid(7)",
