@@ -10,7 +10,8 @@ refresh (for a file-based table its files with sizes and modification times), an
 it was last refreshed (which `DESCRIBE TABLE EXTENDED` and `SHOW TBLPROPERTIES` show).
 
 So plain Spark reads the answer (`spark.table("v")`, `SELECT * FROM v`), and a refresh is one
-catalog operation: it writes a whole new version beside the old one, then repoints the view at
+catalog operation: it writes a whole new version beside the old one (from the driver's rows
+without a Spark job where it can: `write`), then repoints the view at
 it with `CREATE OR REPLACE VIEW` (the answer and the properties that describe it switch
 together), then drops the old version. A reader sees the old answer or the new one, never a mix;
 a refresh that fails before the switch leaves the old version as it was and drops what it wrote.
