@@ -150,6 +150,11 @@ def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> N
     import pyarrow as pa
 
     schema = pa.schema([pa.field(f.name, t) for f, t in zip(df.schema.fields, types)])
+    try:  # in the table's types (DuckDB may have widened a column)
+        rows = rows.rename_columns(schema.names).cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # never seen: Spark casts as it writes
+        df.write.saveAsTable(table, format="parquet")
+        return
     columns = [exp.ColumnDef(this=exp.to_identifier(f.name, quoted=True),
                              kind=exp.DataType.build(f.dataType.simpleString(), dialect="spark"))
                for f in df.schema.fields]
@@ -158,7 +163,7 @@ def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> N
                             exp.FileFormatProperty(this=exp.Var(this="parquet"))]))
     spark.sql(create.sql("spark"))
     directory = _local_directory(spark, table)
-    written = directory and _write_parquet(directory, rows.rename_columns(schema.names).cast(schema))
+    written = directory and _write_parquet(directory, rows)
     # Spark lists the file where it was written (not so where Spark runs elsewhere, as a
     # Spark Connect server on another machine may, with a directory of that name here too)
     if not written or [_local(f) for f in spark.table(table).inputFiles()] != [written]:
