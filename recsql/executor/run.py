@@ -7,8 +7,9 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -36,11 +37,13 @@ from recsql.settings import Settings
 @dataclass
 class Evaluated:
     """A plan's answer, its statistics per recursive CTE and iteration, and each recursive CTE's
-    final state (by key) with its row count (what a materialized view stores)."""
+    final state (by key) with its row count (what a materialized view stores); `rows`: the
+    states the driver finished, as the Arrow tables it made them from (by key)."""
 
     df: DataFrame
     stats: list[IterationStats]
     states: dict[str, tuple[DataFrame, int]]
+    rows: dict[str, Any] = field(default_factory=dict)
 
 
 # How a recursive group's run is made: a plain `GroupRun`, or one that starts elsewhere (a
@@ -77,6 +80,7 @@ class Executor:
                                                       self.frames, self.resume)
                 stats: list[IterationStats] = []
                 states: dict[str, tuple[DataFrame, int]] = {}
+                rows: dict[str, Any] = {}
                 steps, final = inline_trailing_views(plan)
                 for step in steps:
                     if isinstance(step, GroupStep):
@@ -84,13 +88,15 @@ class Executor:
                         stats += self.run_group(ctx, group)
                         states |= {key: (ctx.env[cte_binding(key)], state.total_rows)
                                    for key, state in group.states.items()}
+                        rows |= {key: made for key, state in group.states.items()
+                                 if (made := state.rows_on_driver()) is not None}
                     else:
                         stats += self.run_step(ctx, step, analysed)
                 df = self.sql(final, ctx.env, plan.sql)
                 ctx.recovery.finish()
             finally:  # the states are checkpoints: the answer does not read the base copies
                 bases.release(ctx)
-        return Evaluated(df, stats, states)
+        return Evaluated(df, stats, states, rows)
 
     def typed(self, analysed: AnalysedPlan) -> DataFrame:
         """The answer's columns and types, with no Spark job and no iteration

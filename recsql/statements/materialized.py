@@ -37,7 +37,7 @@ from recsql.executor.strategies import seeded
 from recsql.executor.strategies.recovery import read_relations
 from recsql.parser import Statement, parse_statement
 from recsql.planner import QueryPlan
-from recsql.planner.model import GroupStep, ViewStep
+from recsql.planner.model import GroupStep, ViewStep, cte_binding
 from recsql.planner.names import TableName
 from recsql.planner.views import Expansion
 from recsql.statements import mv_storage, stages
@@ -507,12 +507,12 @@ def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluat
     written = [new.answer]
     try:
         with quiet_pyspark_error_logs():
-            evaluated.df.write.saveAsTable(new.answer, format="parquet")
+            mv_storage.write(spark, new.answer, evaluated.df, _answer_rows(plan, evaluated))
             if len(plan.groups) == 1:  # what an incremental refresh can start from
                 for i, (key, (df, rows)) in enumerate(sorted(evaluated.states.items())):
                     table = mv_storage.version_table(name, version, f"state_{i}")
                     written.append(table)
-                    df.write.saveAsTable(table, format="parquet")
+                    mv_storage.write(spark, table, df, evaluated.rows.get(key))
                     new.states[key] = {"table": table, "rows": rows}
         _check_unchanged(spark, name, new.bases)
         _check_current(spark, name, old)
@@ -522,6 +522,31 @@ def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluat
         raise
     if old is not None:
         mv_storage.drop_tables(spark, old.tables)
+
+
+def _answer_rows(plan: QueryPlan, evaluated: Evaluated) -> Any:
+    """The answer's rows as an Arrow table where the driver holds them: the final query only
+    picks columns of one recursive CTE's state (`SELECT dst, cost FROM path`), which the driver
+    finished; else None (Spark writes the answer)."""
+    final = plan.final
+    if len(plan.groups) != 1 or not isinstance(final, exp.Select) or final.args.get("joins") \
+            or any(final.args.get(k) for k in ("where", "group", "having", "qualify", "order",
+                                                 "limit", "offset", "distinct", "laterals", "with")):
+        return None
+    source = final.args.get("from_")
+    table = source.this if source is not None else None
+    if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Placeholder):
+        return None
+    key = next((k for k in evaluated.rows if cte_binding(k) == table.this.name), None)
+    if key is None:
+        return None
+    rows = evaluated.rows[key]
+    index = {c.lower(): i for i, c in enumerate(rows.column_names)}
+    picked = [index.get(p.name.lower()) if isinstance(p, exp.Column) else None
+              for p in (e.this if isinstance(e, exp.Alias) else e for e in final.expressions)]
+    if None in picked or len(picked) != len(evaluated.df.columns):
+        return None
+    return rows.select(picked).rename_columns(evaluated.df.columns)
 
 
 def _check_unchanged(spark: SparkSession, name: TableName, bases: dict[str, dict[str, Any]]) -> None:

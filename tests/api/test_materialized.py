@@ -9,9 +9,11 @@ incremental path and a delete the full one. The incremental path is on by defaul
 from __future__ import annotations
 
 import calendar
+import os
 import random
 import time
 from collections import defaultdict
+from urllib.parse import urlparse
 
 import oracles
 import pytest
@@ -19,6 +21,8 @@ from conftest import rows, setting, unique_name
 
 import recsql
 from recsql.errors import RecSQLError
+from recsql.planner.names import TableName
+from recsql.statements import mv_storage
 
 SSSP = """WITH recursive path (Dst, min() AS Cost, argmin(Cost) AS Pred) AS (SELECT 0, 0, 0)
   UNION (SELECT e.Dst, p.Cost + e.Cost, p.Dst FROM path p, {edges} e WHERE p.Dst = e.Src)
@@ -366,3 +370,47 @@ def test_a_delete_without_the_driver_recomputes_and_says_why(spark, spark_loop, 
     assert "re-derived on the driver only, and spark.recsql.endgame.enabled is false" in text
     recsql.refresh(view, spark=spark)
     assert rows(spark.table(view)) == sssp_oracle(data) == [(0, 0, 0), (1, 1, 0), (2, 5, 0)]
+
+
+def _written_by_spark(spark, table) -> bool:
+    """Whether Spark's writer wrote `table` (its commit leaves a `_SUCCESS` marker); the
+    driver's own write leaves one parquet file alone (`mv_storage.write`)."""
+    files = [urlparse(f).path for f in spark.table(table).inputFiles()]
+    return os.path.exists(os.path.join(os.path.dirname(files[0]), "_SUCCESS"))
+
+
+def test_the_driver_writes_the_version_plain_spark_reads(spark, edges):
+    """Where the driver finished the fixpoint and the final query only picks the recursive
+    CTE's columns (renamed, reordered), the driver writes the answer and the state itself; a
+    final query that filters is written by Spark. Either way plain Spark reads the oracle's
+    answer, in the columns and types a Spark-written version has, and the next refresh
+    continues from the state the driver wrote."""
+    rng = random.Random(5)
+    table, made = edges
+    data = random_edges(rng, 10, 16)
+    write(spark, table, data, "create")
+    picked = create(spark, made, SSSP.replace("SELECT Dst, Cost, Pred FROM path",
+                                              "SELECT Cost AS c, Dst FROM path"), table)
+    filtered = create(spark, made, SSSP.replace("SELECT Dst, Cost, Pred FROM path",
+                                                "SELECT Dst, Cost FROM path WHERE Cost > 2"), table)
+    with setting(spark, "spark.recsql.endgame.enabled", "false"):  # Spark writes everything
+        recsql.refresh(picked, full=True, spark=spark)
+    spark_schema = spark.table(picked).schema
+    assert _written_by_spark(spark, mv_storage.read(spark, TableName.parse(picked)).answer)
+    for _ in range(2):
+        more = random_edges(rng, 12, 3)
+        write(spark, table, more)
+        data += more
+        for view in (picked, filtered):
+            assert path_of(spark, view).endswith(": incremental refresh")
+            refreshed = recsql.refresh(view, spark=spark)
+            assert {s.ran_on for s in refreshed.stats} == {"driver"}
+        expected = sssp_oracle(data)
+        assert rows(spark.table(picked)) == sorted((c, d) for d, c, _ in expected)
+        assert rows(spark.table(filtered)) == sorted((d, c) for d, c, _ in expected if c > 2)
+        assert spark.table(picked).schema == spark_schema
+        stored = {v: mv_storage.read(spark, TableName.parse(v)) for v in (picked, filtered)}
+        assert not _written_by_spark(spark, stored[picked].answer)
+        assert _written_by_spark(spark, stored[filtered].answer)
+        for view in (picked, filtered):
+            assert not any(_written_by_spark(spark, s["table"]) for s in stored[view].states.values())

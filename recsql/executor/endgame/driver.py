@@ -413,12 +413,13 @@ class _Driver:
         for cte in run.group.ctes:
             state = run.states[cte.key]
             names = self.names[cte.key]
-            all_df = self.to_spark(self.arrow(names["all"], state.columns), state.schema)
+            rows = self.arrow(names["all"], state.columns)
+            all_df = self.to_spark(rows, state.schema)
             contributors = None
             if isinstance(state, ContributorState):
                 schema = state.contributors.schema
                 contributors = self.to_spark(self.arrow(names["contrib"], schema.fieldNames()), schema)
-            state.restore(all_df, None, 0, self.totals[cte.key], contributors)
+            state.restore(all_df, None, 0, self.totals[cte.key], contributors, rows=rows)
         _phase("write_back", "end")
 
     def hand_back(self) -> None:

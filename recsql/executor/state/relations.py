@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import weakref
 from functools import cached_property
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -95,6 +95,7 @@ class RelationState:
         self.delta_rows = 0
         self.total_rows = 0
         self.delta_partition_rows: list[int] | None = None
+        self._made_from: tuple[DataFrame, Any] | None = None  # (`all`, its rows on the driver)
 
     @property
     def columns(self) -> list[str]:
@@ -150,10 +151,12 @@ class RelationState:
         self._sizes(metrics)
 
     def restore(self, all_: DataFrame, delta: DataFrame | None, delta_rows: int, total_rows: int,
-                contributors: DataFrame | None = None) -> None:
+                contributors: DataFrame | None = None, rows: Any = None) -> None:
         """Put back a state computed elsewhere (a reliable checkpoint, the driver endgame);
-        no `delta` means an empty one."""
+        no `delta` means an empty one; `rows`: `all_`'s rows as the Arrow table the driver
+        made it from (`rows_on_driver`)."""
         self.all = all_
+        self._made_from = (all_, rows) if rows is not None else None
         if delta is None:
             self.no_change()
         else:
@@ -170,6 +173,12 @@ class RelationState:
 
     def result(self) -> DataFrame:
         return self.all
+
+    def rows_on_driver(self) -> Any:
+        """The result's rows as an Arrow table, where the driver made the result as it is now
+        (a materialized view writes them without a Spark job), else None."""
+        made = self._made_from
+        return made[1] if made is not None and made[0] is self.result() else None
 
     def shuffle_by_key(self, df: DataFrame) -> DataFrame:
         return df.repartition(self.partitions, *self.key) if self.key else df.coalesce(1)
@@ -343,8 +352,8 @@ class BagState(RelationState):
         self.all = whole
 
     def restore(self, all_: DataFrame, delta: DataFrame | None, delta_rows: int, total_rows: int,
-                contributors: DataFrame | None = None) -> None:
-        super().restore(all_, delta, delta_rows, total_rows, contributors)
+                contributors: DataFrame | None = None, rows: Any = None) -> None:
+        super().restore(all_, delta, delta_rows, total_rows, contributors, rows)
         self.parts = [all_]
 
 
