@@ -160,11 +160,24 @@ class Executor:
 
     def iteration_settings(self):
         """AQE off keeps the state's hash partitioning visible to the planner (one exchange per
-        iteration); the shuffle width is the state's partition count. Both are restored."""
+        iteration); the shuffle width is the state's partition count; the partial aggregates'
+        fast hash map is sized for a graph's vertices (`AGGREGATE_MAP_BITS`). All are restored."""
         return overridden_conf(self.spark, {
             "spark.sql.adaptive.enabled": "false",
             "spark.sql.shuffle.partitions": str(self.partitions),
+            AGGREGATE_MAP_BITS: self.spark.conf.get(AGGREGATE_MAP_BITS, None) or RECURSIVE_MAP_BITS,
         })
+
+
+# The capacity (log2) of the fast hash map that each task's partial aggregate fills before its
+# general one: Spark's 16 (65,536 groups) is passed by an iteration that joins a delta of most
+# vertices with their edges (CC's first iterations, SSSP's widest), which then aggregates its
+# millions of candidates into a group per destination, 174,000 at RMAT 2^18 and 546,000 at 2^20,
+# in the slower general map. 2^20 groups hold RMAT 2^20 whole; the map's own page caps it near
+# there anyway (64 MiB of 40-byte records), and a task pays 8 MiB of buckets for it. A value the
+# user set in the session is kept (set 16 for Spark's own). Measured: benchmarks/FINDINGS.md.
+AGGREGATE_MAP_BITS = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
+RECURSIVE_MAP_BITS = "20"
 
 
 def task_slots(spark: SparkSession) -> int | None:

@@ -234,7 +234,8 @@ def test_progress_callback(spark, edge):
 
 # ------------------------------------------------------------------------------ hygiene
 
-HYGIENE_KEYS = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+AGGREGATE_MAP = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
+HYGIENE_KEYS = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions", AGGREGATE_MAP)
 
 
 def _snapshot(spark):
@@ -251,6 +252,24 @@ def test_session_settings_restored_after_run(spark, edge):
         assert rows(df) == sssp(1)  # the DataFrame stays valid afterwards
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
+
+
+@pytest.mark.usefixtures("spark_loop")
+@pytest.mark.parametrize("session, seen", [(None, "20"), ("17", "17")])
+def test_iterations_size_the_aggregate_map_for_a_graph_unless_the_session_sets_it(spark, edge, session, seen):
+    # the partial aggregates' fast hash map holds 2^20 groups in the iterations (run.py), where
+    # Spark's 2^16 passed CC's candidates at RMAT 2^18 to its slower map; a session's own value stays
+    if session is not None:
+        spark.conf.set(AGGREGATE_MAP, session)
+    try:
+        during = []
+        res = recsql.run(SSSP.replace("{src}", "1"), spark=spark,
+                         progress=lambda _: during.append(spark.conf.get(AGGREGATE_MAP, None)))
+        assert rows(res.df) == sssp(1)
+        assert during and set(during) == {seen}
+        assert spark.conf.get(AGGREGATE_MAP, None) == session  # restored, or left unset
+    finally:
+        spark.conf.unset(AGGREGATE_MAP)
 
 
 @pytest.mark.usefixtures("spark_loop")
