@@ -1,10 +1,10 @@
-"""The partial aggregates' fast hash map at recsql's size against Spark's own, side by side.
+"""The partial aggregates' fast hash map as recsql sizes it against Spark's own, side by side.
 
     python -m benchmarks aggmap [--graph rmat-18] [--queries sssp cc] [--runs 3]
 
-recsql sets `spark.sql.codegen.aggregate.fastHashMap.capacityBit` for its iterations
-(`executor/run.py`, `RECURSIVE_MAP_BITS`) unless the session sets it; the other arm sets Spark's
-default (16) in the session. Per query, a statement of each arm runs untimed (the base copy is
+recsql sizes `spark.sql.codegen.aggregate.fastHashMap.capacityBit` for each iteration's relation
+(`executor/loop/action.py`, `aggregate_map_bits`) unless the session sets it; the other arm sets
+Spark's default (16) in the session. Per query, a statement of each arm runs untimed (the base copy is
 kept, the code compiled), then `--runs` rounds alternate the two, each a later statement of the
 Spark loop (endgame off); per statement, the wall time and the task CPU time of the join side
 and the merge side (`stages.iterations`). Answers are checked against the oracle.
@@ -21,7 +21,7 @@ from .queries import load_case
 from .stages import OFF, one_run
 
 KEY = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
-ARMS = {"recsql's map (2^20)": None, "Spark's map (2^16)": "16"}
+ARMS = {"recsql's map (sized)": None, "Spark's map (2^16)": "16"}
 
 
 def main(argv=None) -> None:

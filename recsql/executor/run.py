@@ -18,7 +18,7 @@ from sqlglot import exp
 
 from recsql.executor.analysis import stage as analysis
 from recsql.executor.analysis.stage import AnalysedPlan
-from recsql.executor.loop.action import aggregate
+from recsql.executor.loop.action import AGGREGATE_MAP_BITS, SPARK_MAP_BITS, aggregate
 from recsql.executor.loop.fixpoint import GroupRun
 from recsql.executor.loop.protocols import Context, PartitionedBase
 from recsql.executor.loop.session import cancellable, overridden_conf
@@ -117,6 +117,7 @@ class Executor:
             spark=self.spark, settings=self.settings, partitions=self.partitions,
             args=self.args, sql=plan.sql, env=dict(self.frames), bases={},
             on_iteration=self.on_iteration, tables=self.tables,
+            aggregate_map_bits=SPARK_MAP_BITS if self.sizes_aggregate_map else None,
         )
 
     def run_step(self, ctx: Context, step: ViewStep | GroupStep, analysed: AnalysedPlan) -> list[IterationStats]:
@@ -161,23 +162,18 @@ class Executor:
     def iteration_settings(self):
         """AQE off keeps the state's hash partitioning visible to the planner (one exchange per
         iteration); the shuffle width is the state's partition count; the partial aggregates'
-        fast hash map is sized for a graph's vertices (`AGGREGATE_MAP_BITS`). All are restored."""
-        return overridden_conf(self.spark, {
-            "spark.sql.adaptive.enabled": "false",
-            "spark.sql.shuffle.partitions": str(self.partitions),
-            AGGREGATE_MAP_BITS: self.spark.conf.get(AGGREGATE_MAP_BITS, None) or RECURSIVE_MAP_BITS,
-        })
+        fast hash map starts at Spark's size, and each iteration's action sizes it for its
+        relation (`action.size_aggregate_map`) unless the session sets it. All are restored."""
+        settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(self.partitions)}
+        if self.sizes_aggregate_map:
+            settings[AGGREGATE_MAP_BITS] = str(SPARK_MAP_BITS)
+        return overridden_conf(self.spark, settings)
 
-
-# The capacity (log2) of the fast hash map that each task's partial aggregate fills before its
-# general one: Spark's 16 (65,536 groups) is passed by an iteration that joins a delta of most
-# vertices with their edges (CC's first iterations, SSSP's widest), which then aggregates its
-# millions of candidates into a group per destination, 174,000 at RMAT 2^18 and 546,000 at 2^20,
-# in the slower general map. 2^20 groups hold RMAT 2^20 whole; the map's own page caps it near
-# there anyway (64 MiB of 40-byte records), and a task pays 8 MiB of buckets for it. A value the
-# user set in the session is kept (set 16 for Spark's own). Measured: benchmarks/FINDINGS.md.
-AGGREGATE_MAP_BITS = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
-RECURSIVE_MAP_BITS = "20"
+    @cached_property
+    def sizes_aggregate_map(self) -> bool:
+        """Whether recsql sizes the partial aggregates' fast hash map: the session does not set it
+        (read once, before the iterations' settings override it)."""
+        return self.spark.conf.get(AGGREGATE_MAP_BITS, None) is None
 
 
 def task_slots(spark: SparkSession) -> int | None:
