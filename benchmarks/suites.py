@@ -123,6 +123,11 @@ SUITES: dict[str, Matrix | Experiment] = {s.name: s for s in [
                "time: the scan of the base copy, the adjacency index, the base handed to Arrow on "
                "the executors (mapInArrow), for deltas of 0.1%, 10% and 80% of the vertices.",
                "directions", ("--graph", "rmat-18"), findings=GRAPHX_FINDINGS),
+    Experiment("aggmap", "The partial aggregates' fast hash map as recsql sizes it (twice the "
+               "relation's rows, 2^16 to 2^20 groups) against Spark's own (2^16), interleaved: a "
+               "later statement's wall time and the task CPU time of its join and merge sides, "
+               "SSSP and CC.", "aggmap",
+               ("--graph", "rmat-18", "--runs", "3"), findings=GRAPHX_FINDINGS),
     Experiment("drivermem", "Driver memory per estimated byte: the Python process's peak RSS "
                "growth per phase of the endgame's driver fixpoint (pull, DuckDB iterations, write "
                "back) against recsql's estimate, SSSP and CC at RMAT 2^12 to 2^20, the transitive "

@@ -19,7 +19,7 @@ from sqlglot import exp
 
 from recsql.executor.analysis import stage as analysis
 from recsql.executor.analysis.stage import AnalysedPlan
-from recsql.executor.loop.action import aggregate
+from recsql.executor.loop.action import AGGREGATE_MAP_BITS, SPARK_MAP_BITS, aggregate
 from recsql.executor.loop.fixpoint import GroupRun
 from recsql.executor.loop.protocols import Context, PartitionedBase
 from recsql.executor.loop.session import cancellable, overridden_conf
@@ -123,6 +123,7 @@ class Executor:
             spark=self.spark, settings=self.settings, partitions=self.partitions,
             args=self.args, sql=plan.sql, env=dict(self.frames), bases={},
             on_iteration=self.on_iteration, tables=self.tables,
+            aggregate_map_bits=SPARK_MAP_BITS if self.sizes_aggregate_map else None,
         )
 
     def run_step(self, ctx: Context, step: ViewStep | GroupStep, analysed: AnalysedPlan) -> list[IterationStats]:
@@ -166,11 +167,19 @@ class Executor:
 
     def iteration_settings(self):
         """AQE off keeps the state's hash partitioning visible to the planner (one exchange per
-        iteration); the shuffle width is the state's partition count. Both are restored."""
-        return overridden_conf(self.spark, {
-            "spark.sql.adaptive.enabled": "false",
-            "spark.sql.shuffle.partitions": str(self.partitions),
-        })
+        iteration); the shuffle width is the state's partition count; the partial aggregates'
+        fast hash map starts at Spark's size, and each iteration's action sizes it for its
+        relation (`action.size_aggregate_map`) unless the session sets it. All are restored."""
+        settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(self.partitions)}
+        if self.sizes_aggregate_map:
+            settings[AGGREGATE_MAP_BITS] = str(SPARK_MAP_BITS)
+        return overridden_conf(self.spark, settings)
+
+    @cached_property
+    def sizes_aggregate_map(self) -> bool:
+        """Whether recsql sizes the partial aggregates' fast hash map: the session does not set it
+        (read once, before the iterations' settings override it)."""
+        return self.spark.conf.get(AGGREGATE_MAP_BITS, None) is None
 
 
 def task_slots(spark: SparkSession) -> int | None:

@@ -234,7 +234,8 @@ def test_progress_callback(spark, edge):
 
 # ------------------------------------------------------------------------------ hygiene
 
-HYGIENE_KEYS = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions")
+AGGREGATE_MAP = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
+HYGIENE_KEYS = ("spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions", AGGREGATE_MAP)
 
 
 def _snapshot(spark):
@@ -251,6 +252,45 @@ def test_session_settings_restored_after_run(spark, edge):
         assert rows(df) == sssp(1)  # the DataFrame stays valid afterwards
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", "4")
+
+
+WIDE = """WITH recursive r (X, min() AS C) AS (SELECT id, id FROM nums)
+  UNION (SELECT nums.id - 1, r.C FROM r, nums WHERE r.X = nums.id AND nums.id < 3)
+SELECT X, C FROM r"""
+
+
+def _wide_oracle(n: int) -> set[tuple[int, int]]:
+    """WIDE by a plain-Python fixpoint of its min() head."""
+    best = {x: x for x in range(n)}
+    changed = True
+    while changed:
+        changed = False
+        for x, c in list(best.items()):
+            if 0 <= x < 3 and c < best.get(x - 1, c + 1):
+                best[x - 1] = c
+                changed = True
+    return set(best.items())
+
+
+@pytest.mark.usefixtures("spark_loop")
+@pytest.mark.parametrize("session, seen", [(None, ["16", "17"]), ("15", ["15", "15"])])
+def test_iterations_size_the_aggregate_map_for_their_relation_unless_the_session_sets_it(spark, view, session,
+                                                                                       seen):
+    # the partial aggregates' fast hash map holds twice the relation's rows from 2^15 rows on
+    # (action.py): the base step's 40,000 rows take iteration 1 to 2^17; a session's own value stays
+    n = 40_000
+    view("nums", [(i,) for i in range(n)], "id BIGINT")
+    if session is not None:
+        spark.conf.set(AGGREGATE_MAP, session)
+    try:
+        during = []
+        res = recsql.run(WIDE, spark=spark,
+                         progress=lambda s: during.append((s.iteration, spark.conf.get(AGGREGATE_MAP, None))))
+        assert {tuple(r) for r in res.df.collect()} == _wide_oracle(n)
+        assert [bits for i, bits in during if i <= 1] == seen
+        assert spark.conf.get(AGGREGATE_MAP, None) == session  # restored, or left unset
+    finally:
+        spark.conf.unset(AGGREGATE_MAP)
 
 
 @pytest.mark.usefixtures("spark_loop")

@@ -27,6 +27,7 @@ from recsql.executor.endgame.decide import (
     pull_fits,
     row_bytes,
 )
+from recsql.executor.loop.action import aggregate_map_bits
 from recsql.executor.strategies.rollover import MAX_SLICES, slice_count
 from recsql.settings import Settings
 
@@ -162,3 +163,12 @@ def test_the_row_budget_key_was_replaced():
 ])
 def test_slice_count(estimates, budget, largest_delta, expected):
     assert slice_count(estimates, budget, largest_delta) == expected
+
+
+@pytest.mark.parametrize("rows, bits", [
+    (0, 16), (1, 16), (32_768, 16),  # Spark's own map below 2^15 rows: its buckets cost small statements
+    (32_769, 17), (65_536, 17), (174_005, 19),  # twice the relation's rows (RMAT 2^18: 174,005 vertices)
+    (546_700, 20), (4_000_000, 20),  # at most 2^20: the map's page holds about 1.6M groups anyway
+])
+def test_the_aggregate_map_holds_twice_the_relation_from_2_15_rows_up_to_2_20(rows, bits):
+    assert aggregate_map_bits(rows) == bits

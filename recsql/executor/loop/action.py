@@ -15,7 +15,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, Observation
 
 from recsql.executor.loop import failures
-from recsql.executor.loop.protocols import Loop
+from recsql.executor.loop.protocols import Context, Loop
 from recsql.executor.state.relations import PARTITION, RelationState, with_partition
 from recsql.executor.strategies import recovery
 from recsql.planner.model import CTEPlan
@@ -36,6 +36,7 @@ def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: Data
     else:
         metrics = [*state.totals, *watched]
         observed = merged.observe(observation, *metrics)
+    size_aggregate_map(run.ctx, state.total_rows)
     checkpointed = run.materialize(cte, observed, iteration)
     found = observation.get
     reported = "delta_rows" in found
@@ -43,6 +44,40 @@ def checkpoint_merge(run: Loop, cte: CTEPlan, state: RelationState, merged: Data
         found = aggregate(with_partition(checkpointed) if by_partition else checkpointed, metrics)
     state.commit(checkpointed, found)
     return found, reported
+
+
+# The capacity (log2) of the fast hash map that a task's partial aggregate fills before its
+# general one. Spark's 16 (65,536 groups, two probes) is passed by an iteration that joins a delta
+# of most vertices with their edges (CC's first iterations, SSSP's widest), whose millions of
+# candidates fall into a group per destination, 174,000 at RMAT 2^18 and 546,000 at 2^20: most
+# then went to the slower general map, four fifths of the join side's CPU. A map twice the
+# relation's rows holds them; each task allocates its buckets (8 MiB at 2^20), which cost small
+# statements 3-8% of their task CPU when every iteration took 2^20, so a relation of fewer than
+# 2^15 rows keeps Spark's size. The map's 64 MiB page holds about 1.6M groups anyway.
+# Measured: benchmarks/FINDINGS.md (`aggmap`).
+AGGREGATE_MAP_BITS = "spark.sql.codegen.aggregate.fastHashMap.capacityBit"
+SPARK_MAP_BITS, MAX_MAP_BITS = 16, 20
+
+
+def aggregate_map_bits(rows: int) -> int:
+    """The fast hash map's capacity (log2) for an iteration over a relation of `rows` rows (its
+    state before the iteration: the groups its candidates may reach, the new ones aside).
+
+    >>> [aggregate_map_bits(n) for n in (0, 32_768, 32_769, 174_005, 546_700, 4_000_000)]
+    [16, 16, 17, 19, 20, 20]
+    """
+    return min(MAX_MAP_BITS, max(SPARK_MAP_BITS, (2 * rows - 1).bit_length()))
+
+
+def size_aggregate_map(ctx: Context, rows: int) -> None:
+    """Size the fast hash map of the next action's partial aggregates for a relation of `rows`
+    rows, unless the session sets it (read when the action plans; set only when it changes)."""
+    if ctx.aggregate_map_bits is None:
+        return
+    bits = aggregate_map_bits(rows)
+    if bits != ctx.aggregate_map_bits:
+        ctx.spark.conf.set(AGGREGATE_MAP_BITS, str(bits))
+        ctx.aggregate_map_bits = bits
 
 
 def aggregate(df: DataFrame, columns: list[Column]) -> dict:
