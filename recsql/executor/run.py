@@ -76,8 +76,9 @@ class Executor:
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
             try:
-                ctx.recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
-                                                      self.frames, self.resume)
+                recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
+                                                  self.frames, self.resume)
+                ctx.guard = recovery.guard
                 stats: list[IterationStats] = []
                 states: dict[str, tuple[DataFrame, int]] = {}
                 rows: dict[str, Any] = {}
@@ -93,7 +94,7 @@ class Executor:
                     else:
                         stats += self.run_step(ctx, step, analysed)
                 df = self.sql(final, ctx.env, plan.sql)
-                ctx.recovery.finish()
+                recovery.finish()
             finally:  # the states are checkpoints: the answer does not read the base copies
                 bases.release(ctx)
         return Evaluated(df, stats, states, rows)

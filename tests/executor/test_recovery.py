@@ -19,6 +19,7 @@ import pytest
 from conftest import rows, unique_name
 
 import recsql
+from recsql.executor.loop.failures import BlocksLost
 from recsql.executor.loop.fixpoint import GroupRun
 from recsql.executor.strategies import recovery
 
@@ -272,7 +273,7 @@ def _fail_once_at(monkeypatch, iteration, how):
 
 
 def _raise_lost(run):
-    raise recovery.BlocksLost("CTE failed: [CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND] simulated",
+    raise BlocksLost("CTE failed: [CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND] simulated",
                               condition="CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND")
 
 
@@ -318,7 +319,7 @@ def test_lost_blocks_retries_are_bounded(spark, graph, tmp_path, monkeypatch):
         return original(self, cte, merged, at)
 
     monkeypatch.setattr(GroupRun, "materialize", always)
-    with pytest.raises(recovery.BlocksLost):
+    with pytest.raises(BlocksLost):
         recsql.run(QUERIES["set"], spark=spark, conf=conf(tmp_path / "cp"))
 
 

@@ -17,7 +17,6 @@ from pyspark.sql import Column, DataFrame, Observation
 from recsql.executor.loop import failures
 from recsql.executor.loop.protocols import Context, Loop
 from recsql.executor.state.relations import PARTITION, RelationState, with_partition
-from recsql.executor.strategies import recovery
 from recsql.planner.model import CTEPlan
 
 _names = count()
@@ -92,17 +91,17 @@ def aggregate(df: DataFrame, columns: list[Column]) -> dict:
 def spark_job(cte: CTEPlan, iteration: int) -> Iterator[None]:
     """Spark's failure of a job run for `cte` at `iteration` (a checkpoint, a pull to the driver)
     as a recsql error that names both and keeps Spark's condition; blocks lost with an executor
-    as `recovery.BlocksLost`, which the loop recovers from."""
+    as `failures.BlocksLost`, which the loop's safeguard may recover from."""
     try:
         yield
     except Py4JJavaError as error:
         # A failed job pyspark does not classify (e.g. FAILED_READ_FILE on malformed data)
         failure = failures.from_trace(cte.name, iteration, str(error))
-        if recovery.lost_blocks(str(error)):
-            raise recovery.BlocksLost(failure.message, condition=failure.condition) from None
+        if failures.lost_blocks(str(error)):
+            raise failures.BlocksLost(failure.message, condition=failure.condition) from None
         raise failure from None
     except PySparkException as error:
-        if recovery.lost_blocks(str(error)):
-            raise recovery.BlocksLost(f"CTE `{cte.name}` failed at iteration {iteration}: "
+        if failures.lost_blocks(str(error)):
+            raise failures.BlocksLost(f"CTE `{cte.name}` failed at iteration {iteration}: "
                                       f"{error}", condition="RECSQL_BLOCKS_LOST") from None
         raise failures.from_exception(cte.name, iteration, error) from None

@@ -11,6 +11,20 @@ import re
 
 from recsql.errors import RecSQLExecutionError
 
+# What Spark reports when a job needs a `localCheckpoint`ed block whose executor is gone.
+LOST_BLOCK_MARKERS = ("CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND", "Checkpoint block rdd_",
+                      "FetchFailed", "ExecutorLostFailure", "BlockMissingException")
+
+
+class BlocksLost(RecSQLExecutionError):
+    """An iteration's action failed because checkpointed blocks died with their executor: the
+    loop's safeguard (`protocols.Safeguard`) may bring it back to saved work."""
+
+
+def lost_blocks(trace: str) -> bool:
+    return any(marker in trace for marker in LOST_BLOCK_MARKERS)
+
+
 _WIDEN = ("widen the column: cast it in the base branch to BIGINT, DECIMAL(38, 0) or DOUBLE "
           "(a recursive CTE's column types come from its base branches)")
 

@@ -19,8 +19,9 @@ from recsql.errors import RecSQLExecutionError
 from recsql.executor import endgame
 from recsql.executor.analysis.stage import check_width, with_contributor
 from recsql.executor.loop.action import aggregate, checkpoint_merge, spark_job
+from recsql.executor.loop.failures import BlocksLost
 from recsql.executor.loop.limits import SparkLimits
-from recsql.executor.loop.protocols import Context, IterationRunner, PartitionedBase, Rider
+from recsql.executor.loop.protocols import Context, IterationRunner, PartitionedBase, Rider, Safeguard
 from recsql.executor.loop.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.loop.stats import IterationStats
 from recsql.executor.state import bases
@@ -32,7 +33,7 @@ from recsql.executor.state.relations import (
     union_all,
     with_partition,
 )
-from recsql.executor.strategies import index, joinside, lookup, recovery, rollover, skew
+from recsql.executor.strategies import index, joinside, lookup, rollover, skew
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
 from recsql.planner.names import TableName
 
@@ -55,7 +56,8 @@ class GroupRun:
             )
             for cte in group.ctes
         }
-        self.checkpoints = recovery.GroupCheckpoints(ctx.recovery, self)
+        # What keeps the work through a failure: checkpoints, resumed and reloaded.
+        self.safeguard: Safeguard = ctx.guard(self)
         self.spark_limits = SparkLimits.of(ctx.spark, group)
         self.skew = skew.Balancer(self)
         sliced = rollover.Slices(self)
@@ -183,23 +185,23 @@ class GroupRun:
             try:
                 iteration = next(done for runner in self.runners
                                  if (done := runner.run(iteration)) is not None)
-                self.checkpoints.after_step(iteration)  # its write can lose blocks too
-            except recovery.BlocksLost as error:  # an executor died with checkpointed blocks
-                iteration = self.checkpoints.recover(error)
+                self.safeguard.kept(iteration)  # its write can lose blocks too
+            except BlocksLost as error:  # an executor died with checkpointed blocks
+                iteration = self.safeguard.recover(error)
         return {key: state.result() for key, state in self.states.items()}
 
     def start(self) -> int:
         """Bring the states to the end of a first iteration and return it: resumed from the
         latest checkpoint, the whole fixpoint on the driver, or the base step (a refresh of a
         materialized view starts from its stored state instead: `executor/strategies/seeded.py`)."""
-        iteration = self.checkpoints.resume()
+        iteration = self.safeguard.resume()
         if iteration is None:
             iteration = self.driver.run_whole()
             if iteration is None:
                 self.step(0, self.base_candidates)
                 iteration = 0
             else:
-                self.checkpoints.after_step(iteration)
+                self.safeguard.kept(iteration)
         return iteration
 
     def unevaluated(self) -> dict[str, DataFrame]:

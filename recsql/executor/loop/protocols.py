@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from recsql.executor.loop.failures import BlocksLost
 from recsql.executor.loop.limits import SparkLimits
 from recsql.executor.loop.stats import IterationStats
 from recsql.executor.state.relations import RelationState
@@ -47,9 +48,9 @@ class Context:
     env: dict[str, DataFrame]  # bindings of completed CTEs and keyword DataFrames
     bases: dict[BaseKey, PartitionedBase]  # by `BaseRelation.key`
     on_iteration: Callable[[IterationStats], None] | None = None
-    # a recovery.Recovery (reliable checkpoints and resume), or None; untyped here because
-    # recovery.py itself sees the loop through this module
-    recovery: Any = None
+    # makes each group run's safeguard (`strategies/recovery.Recovery.guard` where the
+    # statement keeps checkpoints)
+    guard: Callable[[Loop], Safeguard] = lambda group_run: Unguarded()
     # table -> what identifies its rows this statement (bases.py), computed once
     identities: dict[TableName, Any] = field(default_factory=dict)
     # table -> its `spark.table` DataFrame (bases.table_df), made once
@@ -117,6 +118,39 @@ class Rider(Protocol):
     def report(self, cte: CTEPlan) -> dict[str, Any]:
         """`IterationStats` fields for the iteration just run."""
         ...
+
+
+class Safeguard(Protocol):
+    """What keeps a fixpoint's work through a failure. `fixpoint.GroupRun.run` asks it at three
+    points: before the first iteration, after each completed one, and when an iteration lost
+    checkpointed blocks with an executor (`Context.guard` makes one per group run)."""
+
+    def resume(self) -> int | None:
+        """Bring the states back to saved work before the loop starts: its iteration, or None
+        (then the loop starts from the base step)."""
+        ...
+
+    def kept(self, iteration: int) -> None:
+        """`iteration` completed: keep it where it is one to keep (this can lose blocks too)."""
+        ...
+
+    def recover(self, error: BlocksLost) -> int:
+        """Bring the states back after `error`: the iteration they are at; or raise `error`."""
+        ...
+
+
+class Unguarded:
+    """The safeguard of a statement that keeps no checkpoints: nothing to resume or keep, and
+    lost blocks end the statement."""
+
+    def resume(self) -> int | None:
+        return None
+
+    def kept(self, iteration: int) -> None:
+        pass
+
+    def recover(self, error: BlocksLost) -> int:
+        raise error
 
 
 class IterationRunner(Protocol):

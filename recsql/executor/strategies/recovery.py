@@ -33,8 +33,9 @@ from urllib.parse import urlparse
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
-from recsql.errors import RecSQLError, RecSQLExecutionError
-from recsql.executor.loop.protocols import Loop
+from recsql.errors import RecSQLError
+from recsql.executor.loop.failures import LOST_BLOCK_MARKERS, BlocksLost, lost_blocks
+from recsql.executor.loop.protocols import Loop, Safeguard, Unguarded
 from recsql.executor.state.bases import FILES, file_identity, forget, plan_reads, release, row_identity, scope
 from recsql.executor.state.relations import ContributorState, RelationState
 from recsql.planner.names import TableName
@@ -48,17 +49,6 @@ log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
 MAX_RECOVERIES = 3  # reloads after lost blocks per group run before the failure is raised
-# What Spark reports when a job needs a `localCheckpoint`ed block whose executor is gone.
-LOST_BLOCK_MARKERS = ("CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND", "Checkpoint block rdd_",
-                      "FetchFailed", "ExecutorLostFailure", "BlockMissingException")
-
-
-class BlocksLost(RecSQLExecutionError):
-    """An iteration's action failed because checkpointed blocks died with their executor."""
-
-
-def lost_blocks(trace: str) -> bool:
-    return any(marker in trace for marker in LOST_BLOCK_MARKERS)
 
 
 # -- where checkpoints go -------------------------------------------------------------------
@@ -196,6 +186,10 @@ class Recovery:
     def group_dir(self, group_run: Loop) -> str:
         return f"{self.statement_dir}/{'-'.join(c.key for c in group_run.group.ctes)}"
 
+    def guard(self, group_run: Loop) -> Safeguard:
+        """The safeguard of one group's run (`Context.guard`): its checkpoints, or none."""
+        return GroupCheckpoints(self, group_run) if self.enabled else Unguarded()
+
     def finish(self) -> None:
         """The statement completed: its checkpoints are no longer needed."""
         if self.root is not None and self._fingerprint is not None:
@@ -203,23 +197,24 @@ class Recovery:
 
 
 class GroupCheckpoints:
-    """The hooks GroupRun calls: `resume`, `after_step`, `recover`."""
+    """A group run's `Safeguard`: its latest checkpoint resumed, written every `interval`
+    iterations, and reloaded after lost blocks."""
 
-    def __init__(self, recovery: Recovery | None, group_run: Loop) -> None:
-        self.recovery = recovery if recovery is not None and recovery.enabled else None
+    def __init__(self, recovery: Recovery, group_run: Loop) -> None:
+        self.recovery = recovery
         self.run = group_run
         self.latest: int | None = None  # iteration of the latest complete checkpoint written
         self.recoveries = 0
 
     def resume(self) -> int | None:
         """Restore the latest complete matching checkpoint; its iteration, or None."""
-        if self.recovery is None or not self.recovery.resume:
+        if not self.recovery.resume:
             return None
         return self._load_latest(self.recovery)
 
-    def after_step(self, iteration: int) -> None:
+    def kept(self, iteration: int) -> None:
         rec = self.recovery
-        if rec is None or rec.interval <= 0 or iteration % rec.interval:
+        if rec.interval <= 0 or iteration % rec.interval:
             return
         group_dir = rec.group_dir(self.run)
         self._write(rec, f"{group_dir}/iter-{iteration}", iteration)
@@ -248,7 +243,7 @@ class GroupCheckpoints:
         """Reload the latest complete checkpoint after lost blocks; its iteration. Re-raises
         `error` when there is none or the retries are used up."""
         rec = self.recovery
-        if rec is None or self.recoveries >= MAX_RECOVERIES:
+        if self.recoveries >= MAX_RECOVERIES:
             raise error
         self.recoveries += 1
         forget(self.run.ctx.spark)  # the pre-partitioned base tables may have died too
