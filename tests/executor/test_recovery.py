@@ -26,8 +26,10 @@ from recsql.executor.strategies import recovery
 # This file tests the Spark loop's own machinery: every iteration runs on Spark.
 pytestmark = pytest.mark.usefixtures("spark_loop")
 
-LENGTH = 20  # chain 0 -> 1 -> ... -> LENGTH, plus a few 2-step shortcuts
-SHORTCUTS = (3, 11, 16)
+# The chain is short, and checkpoints come every 3 iterations, so that each test runs a dozen
+# Spark-loop iterations: enough to checkpoint twice, fail between checkpoints and resume.
+LENGTH = 12  # chain 0 -> 1 -> ... -> LENGTH, plus a few 2-step shortcuts
+SHORTCUTS = (3, 7)
 EDGES = [(i, i + 1, 1) for i in range(LENGTH)] + [(i, i + 2, 3) for i in SHORTCUTS]
 
 QUERIES = {
@@ -121,7 +123,7 @@ def graph(spark, tmp_path):
     spark.catalog.dropTempView("g")
 
 
-def conf(directory, interval=5, limit=10000):
+def conf(directory, interval=3, limit=10000):
     return {"spark.recsql.checkpointDir": str(directory),
             "spark.recsql.checkpointInterval": str(interval),
             "spark.recsql.maxIterations": str(limit)}
@@ -139,9 +141,9 @@ def checkpoints(directory) -> list[Path]:
     return sorted(p.parent for p in Path(directory).glob(f"*/*/iter-*/{recovery.MANIFEST}"))
 
 
-def interrupted(spark, query, directory, limit=6, interval=5):
-    """Run until maxIterations stops the fixpoint (the chain needs more than 6 iterations): a
-    driver death after the checkpoints (by default one, at iteration 5)."""
+def interrupted(spark, query, directory, limit=4, interval=3):
+    """Run until maxIterations stops the fixpoint (the chain needs more than 9 iterations): a
+    driver death after the checkpoints (by default one, at iteration 3)."""
     with pytest.raises(recsql.RecSQLExecutionError, match="maxIterations"):
         recsql.run(query, spark=spark, conf=conf(directory, interval, limit))
 
@@ -159,21 +161,21 @@ def test_checkpoints_written_every_k_iterations_with_manifest(spark, graph, tmp_
     def progress(stats):  # iteration N's checkpoint is complete when N + 1 starts
         seen[stats.iteration] = [p.name for p in checkpoints(directory)]
 
-    result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory, interval=4),
+    result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory, interval=3),
                         progress=progress)
     assert rows(result.df) == oracle("set", EDGES)
-    assert seen[3] == [] and seen[5] == ["iter-4"] and seen[9] == ["iter-8"]  # the latest only
+    assert seen[2] == [] and seen[4] == ["iter-3"] and seen[7] == ["iter-6"]  # the latest only
     last = max(seen)  # the iteration that found nothing new
-    assert seen[last] == [f"iter-{4 * ((last - 1) // 4)}"]
+    assert seen[last] == [f"iter-{3 * ((last - 1) // 3)}"]
     assert not any(directory.iterdir())  # a completed statement removes its checkpoints
 
-    interrupted(spark, QUERIES["set"], directory, limit=12, interval=4)
+    interrupted(spark, QUERIES["set"], directory, limit=6, interval=3)
     [where] = checkpoints(directory)
-    assert where.name == "iter-12" and where.parent.name == "reach"
+    assert where.name == "iter-6" and where.parent.name == "reach"
     manifest = json.loads((where / recovery.MANIFEST).read_text())
-    assert manifest["iteration"] == 12 and manifest["group"] == ["reach"]
+    assert manifest["iteration"] == 6 and manifest["group"] == ["reach"]
     assert manifest["fingerprint"].startswith(where.parent.parent.name)
-    assert manifest["states"]["reach"]["total_rows"] == len(within(12))
+    assert manifest["states"]["reach"]["total_rows"] == len(within(6))
     assert sorted(p.name for p in (where / "reach").iterdir()) == ["all", "delta"]
     assert not list(where.parent.parent.parent.glob("**/*.tmp"))
 
@@ -181,11 +183,11 @@ def test_checkpoints_written_every_k_iterations_with_manifest(spark, graph, tmp_
 @pytest.mark.parametrize("kind", sorted(QUERIES))
 def test_resume_continues_from_the_latest_checkpoint(spark, graph, tmp_path, kind):
     directory = tmp_path / "cp"
-    interrupted(spark, QUERIES[kind], directory, limit=12, interval=5)
-    assert [p.name for p in checkpoints(directory)] == ["iter-10"]
+    interrupted(spark, QUERIES[kind], directory, limit=7, interval=3)
+    assert [p.name for p in checkpoints(directory)] == ["iter-6"]
     result = recsql.run(QUERIES[kind], spark=spark, conf=conf(directory), resume=True)
     assert rows(result.df) == oracle(kind, EDGES)
-    assert min(iterations(result)) == 11  # numbering continues after the checkpoint
+    assert min(iterations(result)) == 7  # numbering continues after the checkpoint
     assert not checkpoints(directory)
 
 
@@ -218,7 +220,7 @@ def test_checkpoint_of_another_query_is_refused(spark, graph, tmp_path):
 def test_checkpoint_of_other_input_data_is_refused(spark, graph, tmp_path):
     directory = tmp_path / "cp"
     interrupted(spark, QUERIES["min"], directory)
-    changed = [(s, d, c) for s, d, c in EDGES if (s, d) != (11, 13)] + [(2, 20, 1)]
+    changed = [(s, d, c) for s, d, c in EDGES if (s, d) != (7, 9)] + [(2, 12, 1)]
     graph(changed)  # same view name, same statement, new file
     result = recsql.run(QUERIES["min"], spark=spark, conf=conf(directory) | ENDGAME, resume=True)
     assert iterations(result)[0] == 0
@@ -230,7 +232,7 @@ def test_checkpoint_of_in_memory_input_with_other_rows_is_refused(spark, tmp_pat
     spark.createDataFrame(EDGES, "Src int, Dst int, Cost int").createOrReplaceTempView("g")
     try:
         interrupted(spark, QUERIES["set"], directory)
-        fewer = [e for e in EDGES if e[:2] != (16, 18)]
+        fewer = [e for e in EDGES if e[:2] != (3, 5)]
         spark.createDataFrame(fewer, "Src int, Dst int, Cost int").createOrReplaceTempView("g")
         result = recsql.run(QUERIES["set"], spark=spark, conf=conf(directory) | ENDGAME, resume=True)
         assert iterations(result)[0] == 0
@@ -287,25 +289,25 @@ def _drop_local_checkpoint_blocks(run):
 
 @pytest.mark.parametrize("kind", ["sum", "bag"])
 def test_lost_blocks_reload_the_latest_checkpoint(spark, graph, tmp_path, monkeypatch, kind):
-    failed = _fail_once_at(monkeypatch, 13, _raise_lost)
+    failed = _fail_once_at(monkeypatch, 9, _raise_lost)
     result = recsql.run(QUERIES[kind], spark=spark, conf=conf(tmp_path / "cp"))
-    assert failed == [13]
+    assert failed == [9]
     assert rows(result.df) == oracle(kind, EDGES)
     its = iterations(result)
-    assert its.count(11) == 2 and its.count(12) == 2 and its.count(14) == 1  # redone from 10
+    assert its.count(7) == 2 and its.count(8) == 2 and its.count(10) == 1  # redone from 6
 
 
 def test_really_lost_local_checkpoints_are_recovered(spark, graph, tmp_path, monkeypatch):
-    failed = _fail_once_at(monkeypatch, 13, _drop_local_checkpoint_blocks)
+    failed = _fail_once_at(monkeypatch, 9, _drop_local_checkpoint_blocks)
     result = recsql.run(QUERIES["min"], spark=spark, conf=conf(tmp_path / "cp"))
-    assert failed == [13]
+    assert failed == [9]
     assert rows(result.df) == oracle("min", EDGES)
-    assert iterations(result).count(11) == 2
+    assert iterations(result).count(7) == 2
 
 
 def test_lost_blocks_without_a_checkpoint_raise_the_clear_error(spark, graph, monkeypatch):
-    _fail_once_at(monkeypatch, 13, _drop_local_checkpoint_blocks)
-    with pytest.raises(recsql.RecSQLExecutionError, match="iteration 13") as caught:
+    _fail_once_at(monkeypatch, 9, _drop_local_checkpoint_blocks)
+    with pytest.raises(recsql.RecSQLExecutionError, match="iteration 9") as caught:
         recsql.run(QUERIES["min"], spark=spark)
     assert "Py4J" not in str(caught.value)
 
@@ -314,7 +316,7 @@ def test_lost_blocks_retries_are_bounded(spark, graph, tmp_path, monkeypatch):
     original = GroupRun.materialize
 
     def always(self, cte, merged, at):
-        if at == 13:
+        if at == 9:
             _raise_lost(self)
         return original(self, cte, merged, at)
 
