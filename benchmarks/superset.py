@@ -1,4 +1,4 @@
-"""A Superset SQL Lab round trip of a small recursive query against `recsql serve`, with
+"""A Superset SQL Lab round trip of small recursive queries against `recsql serve`, with
 Superset's default Hive poll interval and with the one docs/server.md recommends.
 
     python -m benchmarks superset [--runs 7] [--warmup 3] [--out FILE]
@@ -133,7 +133,8 @@ def main(argv=None) -> None:
 {chr(10).join(stamp(load_before))}
 - apache-superset 6.1.0 (gunicorn, 1 worker, 4 threads, SQLite metadata database), database
   `hive+recsql://` (recsql's SQLAlchemy dialect, Superset's Hive engine spec); `recsql serve`
-  on Spark `local[2]`, the dbt seed's 93 edges in `analytics.edges`
+  on Spark `local[2]`, the dbt seed's 93 edges in `analytics.edges`, the 4 edges of
+  `benchmarks/driverpath.py`'s SSSP in `analytics.tiny_edge` (both parquet tables)
 - a round trip: one `POST /api/v1/sqllab/execute/` (synchronous), timed by the client; both
   Supersets run side by side against one server, and "PyHive" is the same query on a new
   PyHive connection without Superset (what Superset's engine does underneath); {args.warmup}
