@@ -93,6 +93,10 @@ def test_bitwise_or_flags_over_a_graph(spark, engine, tables, form):
     assert rows(recsql.sql(query, spark=spark)) == expected
 
 
+# The Spark loop runs declared aggregates in the default suite through the bitwise OR above; this
+# test's three aggregates on it (20 s on 2 cores) run with `-m slow`.
+@pytest.mark.parametrize("engine", ["driver endgame", pytest.param("Spark loop", marks=pytest.mark.slow)],
+                         indirect=True)
 def test_the_hull_of_an_interval_a_set_union_and_the_k_smallest(spark, engine, tables):
     edges, flags, (edge_table, node_table) = tables
     hull, union, smallest = unique_name("hull"), unique_name("uni"), unique_name("smallest")
