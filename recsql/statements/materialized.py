@@ -11,7 +11,9 @@ three paths (`decide`, which EXPLAIN shows with its reason):
                  from its stored state, the new rows' derivations its first delta
                  (`recsql.executor.strategies.seeded`); after rows were removed or
                  rewritten (deletes, updates), under the same query shapes, the stored fixpoint
-                 is re-derived on the driver from what still stands (`_rederive`)
+                 is re-derived on the driver (`_rederive`): from the removed rows alone where
+                 the bases' files at the last refresh are kept (hard links), else from what
+                 still stands
     full         anything else: the query runs again from scratch
 
 Where the view's answer, state and bookkeeping live is `recsql.statements.mv_storage`'s."""

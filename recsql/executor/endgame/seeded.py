@@ -11,9 +11,10 @@ and a checkpoint of the stored state and a pull of the tables (RMAT 2^16 SSSP, 0
 5.8 s against a full recompute's 2.0 s).
 
 After rows were removed or rewritten (a delete, an update), the same reads start a re-derivation
-instead (`_SeededDriver.rederived`): the stored rows that the tables as they are still derive,
-grounded from the base rows up, then the fixpoint continued from them. It runs on the driver
-only.
+instead: where the tables' files at the last refresh are kept, from the removed rows alone
+(`_SeededDriver.from_removed`: the stored rows they could have derived reset, then re-derived);
+else the stored rows that the tables as they are still derive, grounded from the base rows up,
+then the fixpoint continued from them (`_SeededDriver.rederived`). It runs on the driver only.
 
 Anything it cannot do (a format DuckDB does not read here, a branch it cannot translate, a state
 over the budget) leaves the run as it was, and the Spark path starts it instead: from the stored
