@@ -122,9 +122,12 @@ class _SeededDriver(_Driver):
                 self.totals[cte.key] = rows
         if held_bytes(stored, relation_bytes) > self.info.budget:
             raise Untranslatable("the stored state and the tables exceed the driver budget")
+        clock = time.perf_counter()
         relations = self.info.relations or {}
         for i, (changed, files) in enumerate(self.files.before.items()):
-            # the table as it was, and the rows removed from it and added to it since
+            # the table as it was, and the rows removed from it and added to it since (as sets:
+            # a row removed while a copy of it stays derives what it derived; EXCEPT ALL, which
+            # DuckDB numbers the copies for, took five times as long)
             now = self.sources[("table", changed)]
             schema = relations[("table", changed)][1].schema
             self.sql(_from_files(f"rq_before_{i}", files, schema))
@@ -133,7 +136,9 @@ class _SeededDriver(_Driver):
                 self.sql(exp.Create(this=_table(name), kind="TABLE", properties=_temporary(),
                                     expression=exp.except_(exp.select("*").from_(left.copy()),
                                                            exp.select("*").from_(right.copy()),
-                                                           distinct=False)))
+                                                           distinct=True)))
+        if self.files.before:
+            log.info("refresh: the change found %.2f s", time.perf_counter() - clock)
 
     def iterate(self, iteration: int | None) -> list:
         """The first delta from the appended rows, then the loop as the endgame runs it."""
@@ -199,6 +204,7 @@ class _SeededDriver(_Driver):
         values the new tables achieve, and no derivation from them is missed)."""
         run, ctes = self.run_, self.run_.group.ctes
         tables = list(self.files.before)
+        clock = time.perf_counter()
         reset = {cte.key: f"rq_s{i}_reset" for i, cte in enumerate(ctes)}
         fresh = {cte.key: f"rq_s{i}_fresh" for i, cte in enumerate(ctes)}
         for cte in ctes:
@@ -210,8 +216,9 @@ class _SeededDriver(_Driver):
             prepare(self.con, run, cte, branch, self._sources(tables, i, "removed"), stored_names).variants[0][1]
             for branch in cte.branches for i, table in enumerate(tables)
             if any(k == ("table", table) for k, _ in _relations(run, branch))] for cte in ctes}
-        grew = True
+        grew, rounds = True, 0
         while grew:
+            rounds += 1
             grew = False
             # every CTE's candidates read the fresh rows of the round before: made before any moves
             for i, cte in enumerate(ctes):
@@ -225,6 +232,8 @@ class _SeededDriver(_Driver):
                 query for branch in cte.recursive_branches
                 for _, query in prepare(self.con, run, cte, branch, self._sources(tables, None, "before"),
                                         closure).variants] for cte in ctes}
+        log.info("refresh: reset closure %d round(s) %.2f s", rounds, time.perf_counter() - clock)
+        clock = time.perf_counter()
         reset_rows = 0
         for cte in ctes:
             names = self.names[cte.key]
@@ -245,6 +254,7 @@ class _SeededDriver(_Driver):
                       for branch in cte.branches for i, table in enumerate(tables)
                       if any(k == ("table", table) for k, _ in _relations(run, branch))]
             firsts[cte.key] = self.start(cte, ("from removed",), parts.copy) if parts else None
+        log.info("refresh: kept rows and first delta prepared %.2f s", time.perf_counter() - clock)
         self.started = time.perf_counter()
         return self.first_then_loop(firsts, 0, [])
 
