@@ -22,6 +22,7 @@ view's definition is (a Hive metastore keeps a value in a VARCHAR(4000)).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -181,10 +182,8 @@ ARROW_TYPES = {
 
 def _local_directory(spark: SparkSession, table: str) -> str | None:
     """The directory of the new (empty) `table`'s files, where this machine has it."""
-    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
-    location = next((r[1] or "" for r in rows if r[0] == "Location"), "")
-    path = _local(location) if location.startswith("file:") else None
-    return path if path and os.path.isdir(path) and not os.listdir(path) else None
+    path = table_directory(spark, table)
+    return path if path and not os.listdir(path) else None
 
 
 def _write_parquet(directory: str, rows: Any) -> str:
@@ -207,6 +206,54 @@ def _write_parquet(directory: str, rows: Any) -> str:
 def _local(uri: str) -> str:
     """A `file:` URI's path (Spark writes `file:/a/b`, or `file:///a/b`)."""
     return urlparse(uri).path
+
+
+def link_bases(spark: SparkSession, table: str, bases: dict[str, list[str]]) -> bool:
+    """Hard-link each base's files (`bases`: base -> its local file paths) into a hidden
+    directory of the version's `table` (a leading dot: Spark and DuckDB skip it), so that a
+    later refresh reads the base as it was now, whatever was deleted from it meanwhile; no row
+    is copied, and the links go with the table when it is dropped. False, leaving none, where
+    it cannot (a table not on this machine, another device, a file gone)."""
+    directory = table_directory(spark, table)
+    if directory is None:
+        return False
+    made: list[str] = []
+    try:
+        for base, files in bases.items():
+            folder = os.path.join(directory, _linked_folder(base))
+            os.makedirs(folder, exist_ok=True)
+            for i, path in enumerate(files):
+                link = os.path.join(folder, f"{i}-{os.path.basename(_local(path))}")
+                os.link(_local(path), link)
+                made.append(link)
+    except OSError:
+        for link in made:
+            os.remove(link)
+        return False
+    return True
+
+
+def linked_files(spark: SparkSession, table: str, base: str, files: list[str]) -> list[str] | None:
+    """The hard links `link_bases` made of `base`'s `files` beside `table`, or None if any is
+    missing (the version was stored before links were made, or they could not be)."""
+    directory = table_directory(spark, table)
+    if directory is None:
+        return None
+    folder = os.path.join(directory, _linked_folder(base))
+    links = [os.path.join(folder, f"{i}-{os.path.basename(_local(path))}") for i, path in enumerate(files)]
+    return links if all(os.path.isfile(link) for link in links) else None
+
+
+def _linked_folder(base: str) -> str:
+    return ".recsql_base_" + hashlib.sha256(base.encode()).hexdigest()[:16]
+
+
+def table_directory(spark: SparkSession, table: str) -> str | None:
+    """The local directory of `table`'s files, where this machine has it."""
+    rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
+    location = next((r[1] or "" for r in rows if r[0] == "Location"), "")
+    path = _local(location) if location.startswith("file:") else None
+    return path if path and os.path.isdir(path) else None
 
 
 def drop_tables(spark: SparkSession, tables: list[str]) -> None:

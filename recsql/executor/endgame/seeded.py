@@ -11,9 +11,10 @@ and a checkpoint of the stored state and a pull of the tables (RMAT 2^16 SSSP, 0
 5.8 s against a full recompute's 2.0 s).
 
 After rows were removed or rewritten (a delete, an update), the same reads start a re-derivation
-instead (`_SeededDriver.rederived`): the stored rows that the tables as they are still derive,
-grounded from the base rows up, then the fixpoint continued from them. It runs on the driver
-only.
+instead: where the tables' files at the last refresh are kept, from the removed rows alone
+(`_SeededDriver.from_removed`: the stored rows they could have derived reset, then re-derived);
+else the stored rows that the tables as they are still derive, grounded from the base rows up,
+then the fixpoint continued from them (`_SeededDriver.rederived`). It runs on the driver only.
 
 Anything it cannot do (a format DuckDB does not read here, a branch it cannot translate, a state
 over the budget) leaves the run as it was, and the Spark path starts it instead: from the stored
@@ -23,8 +24,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlglot import exp
@@ -45,13 +46,16 @@ class SeedFiles:
     """What DuckDB reads a seeded run's start from: per CTE key the stored state's parquet files
     and their rows, per changed table (all parquet) its files now, and per appended table the
     files added since. `rederive`: rows were removed or rewritten, so the run re-derives what
-    still stands instead (`_SeededDriver.rederived`); `added` is then empty."""
+    still stands instead (`_SeededDriver.rederived`); `added` is then empty. `before`, where
+    the changed tables' files at the last refresh are kept: those files, per changed table, so
+    that the re-derivation starts from the removed rows alone (`_SeededDriver.from_removed`)."""
 
     states: dict[str, list[str]]
     rows: dict[str, int]
     tables: dict[TableName, list[str]]
     added: dict[TableName, list[str]]
     rederive: bool = False
+    before: dict[TableName, list[str]] = field(default_factory=dict)
 
 
 def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
@@ -118,9 +122,28 @@ class _SeededDriver(_Driver):
                 self.totals[cte.key] = rows
         if held_bytes(stored, relation_bytes) > self.info.budget:
             raise Untranslatable("the stored state and the tables exceed the driver budget")
+        clock = time.perf_counter()
+        relations = self.info.relations or {}
+        for i, (changed, files) in enumerate(self.files.before.items()):
+            # the table as it was, and the rows removed from it and added to it since (as sets:
+            # a row removed while a copy of it stays derives what it derived; EXCEPT ALL, which
+            # DuckDB numbers the copies for, took five times as long)
+            now = self.sources[("table", changed)]
+            schema = relations[("table", changed)][1].schema
+            self.sql(_from_files(f"rq_before_{i}", files, schema))
+            before = _table(f"rq_before_{i}")
+            for name, left, right in ((f"rq_removed_{i}", before, now), (f"rq_added_{i}", now, before)):
+                self.sql(exp.Create(this=_table(name), kind="TABLE", properties=_temporary(),
+                                    expression=exp.except_(exp.select("*").from_(left.copy()),
+                                                           exp.select("*").from_(right.copy()),
+                                                           distinct=True)))
+        if self.files.before:
+            log.info("refresh: the change found %.2f s", time.perf_counter() - clock)
 
     def iterate(self, iteration: int | None) -> list:
         """The first delta from the appended rows, then the loop as the endgame runs it."""
+        if self.files.before:
+            return self.from_removed()
         if self.files.rederive:
             return self.rederived()
         firsts = {cte.key: self.seeded_candidates(cte) for cte in self.run_.group.ctes}
@@ -167,6 +190,103 @@ class _SeededDriver(_Driver):
             firsts[cte.key] = self.start(cte, ("rederived",), parts)
         self.started = time.perf_counter()
         return self.first_then_loop(firsts, max((s.iteration for s in stats), default=0) + 1, stats)
+
+    def from_removed(self) -> list:
+        """After rows were removed (or rewritten), work proportional to the change: reset every
+        stored row that a removed row could have derived at its value (for min/max, the key's
+        extremum; for a set, the row), then every stored row that a reset row could have derived
+        at its value, until none is left (DRed's over-delete, narrowed to derivations that reach
+        the stored value, the only ones a winner can come from); the rows that stay each keep a
+        derivation of their value that reads only rows that stay and tables' rows that remain.
+        Then the first delta: every branch's candidates for the reset keys, derived from the
+        rows that stay and the tables as they are, with what the added rows derive from them;
+        and the loop, which ends at the new tables' fixpoint (the stored rows that stay are at
+        values the new tables achieve, and no derivation from them is missed)."""
+        run, ctes = self.run_, self.run_.group.ctes
+        tables = list(self.files.before)
+        clock = time.perf_counter()
+        reset = {cte.key: f"rq_s{i}_reset" for i, cte in enumerate(ctes)}
+        fresh = {cte.key: f"rq_s{i}_fresh" for i, cte in enumerate(ctes)}
+        for cte in ctes:
+            for name in (reset[cte.key], fresh[cte.key]):
+                self.sql(_like(name, self.stored[cte.key]))
+        stored_names = {k: {**n, "all": self.stored[k], "delta": self.stored[k]} for k, n in self.names.items()}
+        # derivations reading a removed row (each changed table in turn; the others as they were)
+        candidates = {cte.key: [
+            prepare(self.con, run, cte, branch, self._sources(tables, i, "removed"), stored_names).variants[0][1]
+            for branch in cte.branches for i, table in enumerate(tables)
+            if any(k == ("table", table) for k, _ in _relations(run, branch))] for cte in ctes}
+        grew, rounds = True, 0
+        while grew:
+            rounds += 1
+            grew = False
+            # every CTE's candidates read the fresh rows of the round before: made before any moves
+            for i, cte in enumerate(ctes):
+                self._candidates(cte, candidates[cte.key], f"rq_s{i}_candidates")
+            for i, cte in enumerate(ctes):
+                rows = self._reset_by(cte, f"rq_s{i}_candidates", reset[cte.key], fresh[cte.key])
+                grew = grew or rows > 0
+            # derivations reading a freshly reset row, the tables as they were
+            closure = {k: {**n, "all": self.stored[k], "delta": fresh[k]} for k, n in self.names.items()}
+            candidates = {cte.key: [
+                query for branch in cte.recursive_branches
+                for _, query in prepare(self.con, run, cte, branch, self._sources(tables, None, "before"),
+                                        closure).variants] for cte in ctes}
+        log.info("refresh: reset closure %d round(s) %.2f s", rounds, time.perf_counter() - clock)
+        clock = time.perf_counter()
+        reset_rows = 0
+        for cte in ctes:
+            names = self.names[cte.key]
+            keep = exp.select("*").from_(_table(self.stored[cte.key]).as_("s")).where(
+                exp.not_(_matching(reset[cte.key], "s", cte.group_key)))
+            self.sql(exp.insert(keep, _table(names["all"])))
+            self.totals[cte.key] = self.sql(exp.select("count(*)").from_(_table(names["all"])))[0][0]
+            reset_rows += self.sql(exp.select("count(*)").from_(_table(reset[cte.key])))[0][0]
+        log.info("refresh: %d stored row(s) reset after removed rows", reset_rows)
+        # the first delta: the reset keys derived again, and what the added rows derive
+        kept = {k: {**n, "delta": n["all"]} for k, n in self.names.items()}
+        firsts: dict[str, str | None] = {}
+        for cte in ctes:
+            columns = self.run_.states[cte.key].columns
+            parts: list[exp.Query] = [_within(query, columns, reset[cte.key], cte.group_key) for query in [
+                *(prepare(self.con, run, cte, b, self.sources, kept).variants[0][1] for b in cte.branches)]]
+            parts += [prepare(self.con, run, cte, branch, self._sources(tables, i, "added"), kept).variants[0][1]
+                      for branch in cte.branches for i, table in enumerate(tables)
+                      if any(k == ("table", table) for k, _ in _relations(run, branch))]
+            firsts[cte.key] = self.start(cte, ("from removed",), parts.copy) if parts else None
+        log.info("refresh: kept rows and first delta prepared %.2f s", time.perf_counter() - clock)
+        self.started = time.perf_counter()
+        return self.first_then_loop(firsts, 0, [])
+
+    def _sources(self, tables: list[TableName], changed: int | None, role: str) -> dict[tuple, exp.Table]:
+        """The relations with every changed table as it was at the last refresh, but table
+        number `changed`, read as its `role` rows (removed or added); None: all as they were."""
+        sources = dict(self.sources)
+        for i, table in enumerate(tables):
+            sources[("table", table)] = _table(f"rq_{role if i == changed else 'before'}_{i}")
+        return sources
+
+    def _candidates(self, cte: CTEPlan, candidates: Sequence[exp.Query], table: str) -> None:
+        """The union of `candidates` as the temporary table `table`, in the CTE's columns."""
+        if not candidates:
+            self.sql(_like(table, self.stored[cte.key]))
+            return
+        columns = self.run_.states[cte.key].columns
+        union = _union(list(candidates)).subquery(exp.TableAlias(
+            this=exp.to_identifier("c"), columns=[exp.to_identifier(c, quoted=True) for c in columns]))
+        self.sql(exp.Create(this=_table(table), kind="TABLE", replace=True,
+                            properties=_temporary(), expression=exp.select("*").from_(union)))
+
+    def _reset_by(self, cte: CTEPlan, candidates: str, reset: str, fresh: str) -> int:
+        """Move into `reset` (and make `fresh`) the stored rows not yet reset that a row of
+        `candidates` matches on its key and aggregated values; their number."""
+        self.sql(exp.Delete(this=_table(fresh)))
+        matched = cte.group_key + [c.name for c in cte.aggregates]
+        hit = exp.select("s.*").from_(_table(self.stored[cte.key]).as_("s")).where(exp.and_(
+            _matching(candidates, "s", matched), exp.not_(_matching(reset, "s", cte.group_key))))
+        self.sql(exp.insert(hit, _table(fresh)))
+        rows = self.sql(exp.insert(exp.select("*").from_(_table(fresh)), _table(reset)))[0][0]
+        return int(rows)
 
     def start(self, cte: CTEPlan, rules: Any, parts: Callable[[], list[exp.Query]]) -> str:
         if not self.grounding:
@@ -227,6 +347,40 @@ def _local(path: str) -> str:
 
 def _table(name: str) -> exp.Table:
     return exp.Table(this=exp.to_identifier(name, quoted=True))
+
+
+def _temporary() -> exp.Properties:
+    return exp.Properties(expressions=[exp.TemporaryProperty()])
+
+
+def _like(name: str, table: str) -> exp.Create:
+    """An empty temporary table `name` with `table`'s columns."""
+    return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=_temporary(),
+                      expression=exp.select("*").from_(_table(table)).limit(0))
+
+
+def _union(parts: list[exp.Query]) -> exp.Query:
+    union = parts[0]
+    for part in parts[1:]:
+        union = exp.union(union, part, distinct=False)
+    return union
+
+
+def _matching(table: str, alias: str, columns: list[str]) -> exp.Exists:
+    """EXISTS a row of `table` equal (NULL to NULL) to row `alias` on `columns`."""
+    equal = [exp.NullSafeEQ(this=exp.column(c, "m", quoted=True), expression=exp.column(c, alias, quoted=True))
+             for c in columns]
+    query = exp.select("1").from_(_table(table).as_("m"))
+    if equal:
+        query = query.where(exp.and_(*equal))
+    return exp.Exists(this=query)
+
+
+def _within(query: exp.Query, columns: list[str], reset: str, key: list[str]) -> exp.Select:
+    """The candidates of `query` (in `columns`) for the keys of `reset` only."""
+    named = query.subquery(exp.TableAlias(this=exp.to_identifier("c"),
+                                          columns=[exp.to_identifier(c, quoted=True) for c in columns]))
+    return exp.select("*").from_(named).where(_matching(reset, "c", key))
 
 
 __all__ = ["SeedFiles", "continue_on_driver"]
