@@ -540,3 +540,17 @@ def test_a_union_all_term_that_yields_a_row_every_step_is_refused(term):
 ])
 def test_a_union_all_term_that_may_end_is_planned(q):
     assert plan(q) is not None
+
+
+@pytest.mark.parametrize("select, called", [
+    ("SELECT Src + CAST(rand(1) * 9 AS INT) FROM edge", "rand"),
+    ("SELECT uuid() FROM edge", "uuid"),
+    ("SELECT Src FROM edge WHERE current_timestamp() > '2020-01-01'", "current_timestamp"),
+    ("SELECT abs(Src), Src % 3 FROM edge", None),
+])
+def test_non_deterministic_calls_are_named(select, called):
+    # what keeps a base branch off its copy's keys, and a materialized view off its incremental
+    # refresh
+    from recsql.planner.seeds import non_deterministic
+
+    assert non_deterministic(parse_statement(select).expression) == called
