@@ -17,7 +17,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser.dialect import AggregateColumn
 from recsql.parser.locate import locate
-from recsql.planner import checks, doubling, seeds
+from recsql.planner import aggregates, checks, doubling, seeds
 from recsql.planner.branches import bound_table, branches_of, sources
 from recsql.planner.catalog import Catalog
 from recsql.planner.demand import push_demand
@@ -530,13 +530,17 @@ class _Planner(_Heads):
                 for base in recursive.bases:
                     partitioned.setdefault(base.table, base)
         local = {c.alias_or_name.lower() for c in branch.select.find_all(exp.CTE)}
+        # a join of values or distinct rows: a row's multiplicity never counts (not sum/count,
+        # not UNION ALL)
+        deduplicated = aggregates.kind(cte) in (aggregates.Kind.EXTREMA, aggregates.Kind.SET)
         bases: list[BaseRelation] = []
         for table in _source_tables(branch.select):
             found = partitioned.get(TableName.of(table)) if _plain_table(table) else None
             if found is None or is_cte_reference(table, local | set(self.defs)):
                 continue
             binding = f"rq_base_{len(bases)}"
-            bases.append(BaseRelation(binding, found.table, found.columns))
+            keys_only = deduplicated and reads_keys_only(branch.select, table, found.columns)
+            bases.append(BaseRelation(binding, found.table, found.columns, keys_only=keys_only))
             table.replace(bound_table(binding, table.alias_or_name))
         return tuple(bases)
 
@@ -572,6 +576,49 @@ def _plain_table(table: exp.Table) -> bool:
         return False
     extra = {k for k, v in table.args.items() if v and k not in {"this", "db", "catalog", "alias"}}
     return isinstance(table.this, exp.Identifier) and not extra
+
+
+# the clauses a SELECT may have and still be answered by its table's distinct keys
+_ROW_BY_ROW = {"expressions", "from_", "where", "distinct"}
+
+
+def reads_keys_only(select: exp.Expr, table: exp.Table, columns: tuple[str, ...]) -> bool:
+    """Whether `select` reads `table` alone, and of it only `columns`, row by row and
+    deterministically: its rows are then a function of each row's `columns` alone, so over the
+    table's distinct values of `columns` it gives the same rows, each fewer times. CC's base
+    branch `SELECT Src, Src FROM edge` is so: over the edges' copy partitioned by `Src`, its
+    distinct `Src` (the adjacency index's keys, one row per vertex) give the same base step as
+    every edge. No join, aggregate, window, subquery, LIMIT or other clause; no function whose
+    value is not one of the row (`seeds.NON_DETERMINISTIC`), nor one sqlglot does not know (a
+    user's function may be non-deterministic).
+
+    >>> from sqlglot import parse_one
+    >>> q = parse_one("SELECT e.src, src + 1 FROM edge AS e WHERE src > 0", read="rasql")
+    >>> reads_keys_only(q, q.find(exp.Table), ("Src",))
+    True
+    >>> reads_keys_only(q, q.find(exp.Table), ("Dst",))
+    False
+    >>> q = parse_one("SELECT src, src FROM edge WHERE dst > 0", read="rasql")
+    >>> reads_keys_only(q, q.find(exp.Table), ("src",))
+    False
+    """
+    if not isinstance(select, exp.Select) or any(v for k, v in select.args.items() if k not in _ROW_BY_ROW):
+        return False
+    read = _source_tables(select)
+    if len(read) != 1 or read[0] is not table:
+        return False
+    parts = [*select.expressions, *([select.args["where"]] if select.args.get("where") else [])]
+    keys = {c.lower() for c in columns}
+    alias = table.alias_or_name.lower()
+    for part in parts:
+        if part.find(exp.Star, exp.AggFunc, exp.Window, exp.Query, exp.Subquery, exp.Exists,
+                     exp.Anonymous) or seeds.non_deterministic(part):
+            return False
+        for column in part.find_all(exp.Column):
+            if column.args.get("db") or column.table.lower() not in ("", alias) \
+                    or column.name.lower() not in keys:
+                return False
+    return True
 
 
 def _variants(n_refs: int, bag: bool) -> tuple[tuple[str, ...], ...]:

@@ -113,6 +113,10 @@ class BaseRelation:
     # every reference joined with it on all of `columns`: what the executor's strategies (skew,
     # roll-over) need of the branch's joins, recorded here so they never re-read the SQL
     joins: tuple[RefJoin, ...] = ()
+    # a base branch's read that the copy's distinct keys answer exactly (`build.reads_keys_only`):
+    # it reads `columns` alone, row by row, into a relation that keeps no row's multiplicity,
+    # so the executor may bind one row per key (the adjacency index's keys) for the whole copy
+    keys_only: bool = False
 
     def join_of(self, ref: str) -> RefJoin | None:
         """The join of reference binding `ref` with this base, if any."""

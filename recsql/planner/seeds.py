@@ -15,7 +15,9 @@ anyway, and a NULL seed stays NULL when shifted (and means "unseeded" to `uuid`/
 both are left as written.
 
 The planner marks the branches that call one (`Branch.seeded`); the executor runs a recursive one
-as `Branch.select_at(iteration, args)` gives it, which shifts its seeds here.
+as `Branch.select_at(iteration, args)` gives it, which shifts its seeds here. The functions whose
+value is not a function of the row at all, seeded or not, are listed here too
+(`NON_DETERMINISTIC`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,23 @@ _SEED_ARGS: dict[type[exp.Expr], tuple[str, ...]] = {
 _ANONYMOUS_SEED_AT = {"UUID": 0, "SHUFFLE": 1}
 
 _LONG = 1 << 64
+
+# functions whose value is not a function of the row they read (nor of the statement's
+# arguments): a refresh from what changed would mix values drawn at two times, and a base step
+# over one row per key would draw fewer values than over every row
+NON_DETERMINISTIC = {"rand", "randn", "random", "uuid", "shuffle", "current_timestamp", "now",
+                     "current_date", "curdate", "localtimestamp", "unix_timestamp",
+                     "monotonically_increasing_id", "spark_partition_id", "input_file_name",
+                     "current_user", "user", "session_user", "try_reflect", "reflect"}
+
+
+def non_deterministic(node: exp.Expr) -> str | None:
+    """The first function `node` calls of `NON_DETERMINISTIC`, by its lower-case name, if any."""
+    for func in node.find_all(exp.Func):
+        name = (func.name if isinstance(func, exp.Anonymous) else func.sql_name()).lower()
+        if name in NON_DETERMINISTIC:
+            return name
+    return None
 
 
 def _seed_slots(select: exp.Expr) -> list[tuple[exp.Expr, bool]]:

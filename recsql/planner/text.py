@@ -55,7 +55,8 @@ def _branch_lines(cte: CTEPlan, branch: Branch) -> list[str]:
         )
         lines.append(f"  delta rule {number}: Δ{cte.name} <- {reads}")
     for base in branch.bases:
-        lines.append(f"  base {base.table} pre-partitioned by ({', '.join(base.columns)})")
+        keys = ", its distinct keys alone" if base.keys_only else ""
+        lines.append(f"  base {base.table} pre-partitioned by ({', '.join(base.columns)}){keys}")
     if branch.contributor:
         lines.append(f"  contributor: ({', '.join(_sql(e) for e in branch.contributor)})")
     return lines

@@ -41,6 +41,7 @@ from recsql.parser import Statement, parse_statement
 from recsql.planner import QueryPlan
 from recsql.planner.model import GroupStep, ViewStep, cte_binding
 from recsql.planner.names import TableName
+from recsql.planner.seeds import non_deterministic
 from recsql.planner.views import Expansion
 from recsql.statements import mv_storage, stages
 from recsql.statements.mv_storage import Stored
@@ -50,12 +51,6 @@ from recsql.statements.targets import target
 UNCHANGED, INCREMENTAL, FULL = "unchanged", "incremental", "full"
 # formats whose files hold every column, so the rows of new files alone can be read back
 SELF_DESCRIBING = {"parquet", "orc"}
-# functions whose value is not a function of the rows: a refresh from what changed would mix
-# values drawn at two times
-NON_DETERMINISTIC = {"rand", "randn", "random", "uuid", "shuffle", "current_timestamp", "now",
-                     "current_date", "curdate", "localtimestamp", "unix_timestamp",
-                     "monotonically_increasing_id", "spark_partition_id", "input_file_name",
-                     "current_user", "user", "session_user", "try_reflect", "reflect"}
 
 
 def takes(statement: Statement) -> bool:
@@ -446,12 +441,7 @@ def _non_deterministic(plan: QueryPlan) -> str | None:
             nodes.append(step.query)
         elif isinstance(step, GroupStep):
             nodes += [b.select for c in step.ctes for b in c.branches]
-    for node in nodes:
-        for func in node.find_all(exp.Func):
-            name = (func.name if isinstance(func, exp.Anonymous) else func.sql_name()).lower()
-            if name in NON_DETERMINISTIC:
-                return name
-    return None
+    return next((name for node in nodes if (name := non_deterministic(node))), None)
 
 
 # -- reading and writing the stored view ------------------------------------------------------

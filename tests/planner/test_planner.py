@@ -85,6 +85,51 @@ def test_base_branch_reads_the_pre_partitioned_table():
         assert {str(b.table) for b in base.bases} == bound, anchor
 
 
+KEYS_ONLY_CC = ("WITH recursive cc (X, min() AS C) AS (SELECT Src, Src FROM edge) UNION "
+                "(SELECT edge.Dst, cc.C FROM cc, edge WHERE cc.X = edge.Src) SELECT X, C FROM cc")
+
+
+@pytest.mark.parametrize("query, keys_only", [
+    (KEYS_ONLY_CC, True),
+    # a max(), an expression and a filter over the key alone, DISTINCT, the table's name as alias
+    (KEYS_ONLY_CC.replace("min()", "max()"), True),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT e.Src, e.src * 2 FROM edge e WHERE Src > 3"), True),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT DISTINCT edge.Src, 0 FROM edge"), True),
+    # a set relation: distinct rows
+    ("WITH recursive r (A, B) AS (SELECT Src, Src FROM edge) UNION "
+     "(SELECT edge.Dst, r.B FROM r, edge WHERE r.A = edge.Src) SELECT * FROM r", True),
+    # a row's multiplicity counts: a sum/count head, UNION ALL
+    (KEYS_ONLY_CC.replace("min()", "sum()"), False),
+    (KEYS_ONLY_CC.replace("min()", "count()"), False),
+    ("WITH recursive r (A, B) AS (SELECT Src, Src FROM edge) UNION ALL "
+     "(SELECT edge.Dst, r.B FROM r, edge WHERE r.A = edge.Src AND r.B < 3) SELECT * FROM r", False),
+    # another column of the table, in SELECT or WHERE, or any column at all (a star)
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Dst FROM edge"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Src FROM edge WHERE Cost > 1"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Src FROM edge WHERE edge.Dst = 1"), False),
+    ("WITH recursive r (A, B, C) AS (SELECT * FROM edge) UNION "
+     "(SELECT edge.Dst, r.B, r.C FROM r, edge WHERE r.A = edge.Src) SELECT * FROM r", False),
+    # not row by row, not deterministic, or reading something else
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, count(*) FROM edge GROUP BY Src"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Src FROM edge LIMIT 3"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge",
+                          "SELECT Src, row_number() OVER (ORDER BY Src) FROM edge"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Src + CAST(rand(1) * 9 AS INT) FROM edge"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, my_udf(Src) FROM edge"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge",
+                          "SELECT Src, Src FROM edge WHERE Src IN (SELECT X FROM nodes)"), False),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge",
+                          "SELECT e.Src, e.Src FROM edge e JOIN nodes n ON e.Src = n.X"), False),
+])
+def test_a_base_branch_over_the_copys_keys_alone_is_recorded(query, keys_only):
+    # the executor binds one row per key (the adjacency index's keys) only where that gives the
+    # same relation: the branch reads the partition columns alone, row by row, into a relation
+    # that keeps no row's multiplicity
+    (base,) = plan(query).groups[0].ctes[0].base_branches
+    assert [b.keys_only for b in base.bases] == [keys_only], query
+    assert ("its distinct keys alone" in render_plan(plan(query))) == keys_only
+
+
 def test_recursive_branch_reads_aliased_or_sampled_tables_as_written():
     # the partitioned copy is of the bare table: column aliases (or a sample) would be lost
     q = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION "
@@ -495,3 +540,17 @@ def test_a_union_all_term_that_yields_a_row_every_step_is_refused(term):
 ])
 def test_a_union_all_term_that_may_end_is_planned(q):
     assert plan(q) is not None
+
+
+@pytest.mark.parametrize("select, called", [
+    ("SELECT Src + CAST(rand(1) * 9 AS INT) FROM edge", "rand"),
+    ("SELECT uuid() FROM edge", "uuid"),
+    ("SELECT Src FROM edge WHERE current_timestamp() > '2020-01-01'", "current_timestamp"),
+    ("SELECT abs(Src), Src % 3 FROM edge", None),
+])
+def test_non_deterministic_calls_are_named(select, called):
+    # what keeps a base branch off its copy's keys, and a materialized view off its incremental
+    # refresh
+    from recsql.planner.seeds import non_deterministic
+
+    assert non_deterministic(parse_statement(select).expression) == called

@@ -97,6 +97,8 @@ class GroupRun:
             df = (bases or {}).get(base.binding)
             if df is None:
                 df = self.base(cte, base.table, base.columns)
+                if base.keys_only:  # one row per key answers the branch (`BaseRelation.keys_only`)
+                    df = index.keys(self.ctx.bases[base.key], base.columns)
             bindings[base.binding] = df.hint("broadcast") if broadcast_bases else df
         text = self.text(cte, branch)
         used = {k: v for k, v in bindings.items() if "{" + k + "}" in text}
