@@ -22,6 +22,7 @@ state after appends, from the base step (a full recompute) after removals."""
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -30,6 +31,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from recsql.executor.endgame import database
 from recsql.executor.endgame.decide import RunInfo, available_memory, driver_budget, held_bytes, row_bytes
 from recsql.executor.endgame.driver import _Driver, finish_on_driver
 from recsql.executor.endgame.driver_sql import Untranslatable
@@ -133,7 +135,7 @@ class _SeededDriver(_Driver):
             self.sql(_from_files(f"rq_before_{i}", files, schema))
             before = _table(f"rq_before_{i}")
             for name, left, right in ((f"rq_removed_{i}", before, now), (f"rq_added_{i}", now, before)):
-                self.sql(exp.Create(this=_table(name), kind="TABLE", properties=_temporary(),
+                self.sql(exp.Create(this=_table(name), kind="TABLE", properties=database.own(),
                                     expression=exp.except_(exp.select("*").from_(left.copy()),
                                                            exp.select("*").from_(right.copy()),
                                                            distinct=True)))
@@ -272,10 +274,10 @@ class _SeededDriver(_Driver):
             self.sql(_like(table, self.stored[cte.key]))
             return
         columns = self.run_.states[cte.key].columns
-        union = _union(list(candidates)).subquery(exp.TableAlias(
+        union = functools.reduce(lambda a, b: exp.union(a, b, distinct=False), candidates).subquery(exp.TableAlias(
             this=exp.to_identifier("c"), columns=[exp.to_identifier(c, quoted=True) for c in columns]))
         self.sql(exp.Create(this=_table(table), kind="TABLE", replace=True,
-                            properties=_temporary(), expression=exp.select("*").from_(union)))
+                            properties=database.own(), expression=exp.select("*").from_(union)))
 
     def _reset_by(self, cte: CTEPlan, candidates: str, reset: str, fresh: str) -> int:
         """Move into `reset` (and make `fresh`) the stored rows not yet reset that a row of
@@ -349,21 +351,10 @@ def _table(name: str) -> exp.Table:
     return exp.Table(this=exp.to_identifier(name, quoted=True))
 
 
-def _temporary() -> exp.Properties:
-    return exp.Properties(expressions=[exp.TemporaryProperty()])
-
-
 def _like(name: str, table: str) -> exp.Create:
     """An empty temporary table `name` with `table`'s columns."""
-    return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=_temporary(),
+    return exp.Create(this=_table(name), kind="TABLE", replace=True, properties=database.own(),
                       expression=exp.select("*").from_(_table(table)).limit(0))
-
-
-def _union(parts: list[exp.Query]) -> exp.Query:
-    union = parts[0]
-    for part in parts[1:]:
-        union = exp.union(union, part, distinct=False)
-    return union
 
 
 def _matching(table: str, alias: str, columns: list[str]) -> exp.Exists:
