@@ -186,8 +186,9 @@ def test_statements_side_by_side_do_not_share_states(spark, caplog):
     assert all(t.startswith("rq_base_") for t in base_tables(spark))  # no state left in `main`
 
 
-def test_two_sessions_keep_their_own_copies(spark, caplog):
-    # the same temp view name holds other rows in each session: each gets its own answer
+def test_two_sessions_with_one_view_name_over_other_rows_get_their_own_answers(spark, caplog):
+    # the same temp view name holds other rows in each session: the sessions share the kept
+    # copies (bases.owner), and each gets its own answer, the copy of one never read by the other
     other = spark.newSession()
     name = unique_name("edges_session")
     first, second = edges(7), edges(8)
@@ -201,7 +202,29 @@ def test_two_sessions_keep_their_own_copies(spark, caplog):
     for _ in range(2):
         assert ask(spark, view, v, caplog)[0] == ancestors(first, v)
         assert ask(other, view, v, caplog)[0] == ancestors(second, v)
-    assert database.of(spark) is not database.of(other)
+    assert database.of(spark) is database.of(other)
+
+
+def test_a_new_session_reads_the_copy_another_session_kept(spark, tmp_path, caplog):
+    # a server's connection per query is a session per query: its first statement over an
+    # unchanged table finds the copy an earlier session kept; a rewrite is seen by both
+    name = unique_name("edges_shared")
+    path = str(tmp_path / name)
+    first, second = edges(30), edges(31)
+    spark.createDataFrame(first, "Src BIGINT, Dst BIGINT").write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView(name)
+    view = closure_view(spark, name)
+    v = a_target(first)
+    assert ask(spark, view, v, caplog) == (ancestors(first, v), False)
+    fresh = spark.newSession()
+    fresh.read.parquet(path).createOrReplaceTempView(name)
+    recsql.sql(VIEW.format(view=view, t=name), spark=fresh)
+    assert ask(fresh, view, v, caplog) == (ancestors(first, v), True)
+    spark.createDataFrame(second, "Src BIGINT, Dst BIGINT").write.mode("overwrite").parquet(path)
+    for session in (fresh, spark.newSession()):
+        session.read.parquet(path).createOrReplaceTempView(name)
+        recsql.sql(VIEW.format(view=view, t=name), spark=session)
+        assert ask(session, view, v, caplog)[0] == ancestors(second, v)
 
 
 @pytest.mark.parametrize("keep", ["0", "1"])

@@ -21,7 +21,7 @@ When it applies (all settings `spark.recsql.endgame.*`):
 From the start: when every branch (base branches included) is translatable, no head is a
 sum/count, and the relations all branches read fit, the whole fixpoint runs on the driver, base
 step included (`Driver.run_whole`): the relations are read from Spark once and no other Spark job
-runs. A base table's pulled rows become a native table of the session's DuckDB database, kept
+runs. A base table's pulled rows become a native table of the application's DuckDB database, kept
 across statements (`database`, with `bases.py` deciding when a copy is current); each statement
 runs on its own cursor of that database, its states in its temporary tables.
 
@@ -33,7 +33,7 @@ rows): past it DuckDB spills to a temporary directory, and should it fail even s
 is dropped and Spark continues from where the states were.
 
 One module per job: `decide` (whether the driver takes over), `translate` (a recursive branch as
-DuckDB SQL), `merges` (each state class's merge in DuckDB), `database` (the session's DuckDB
+DuckDB SQL), `merges` (each state class's merge in DuckDB), `database` (the application's DuckDB
 database and its kept base copies), `driver` (the driver loop and the runner the Spark loop
 composes).
 """

@@ -1,4 +1,5 @@
-"""The session's DuckDB database: one per Spark session, holding the driver copies of its base
+"""The driver's DuckDB database: one per Spark application (`bases.owner`: every session of it,
+as they share the kept copies), holding the driver copies of its base
 tables as native DuckDB tables, kept across statements (bases.py decides when a copy is still
 current and when it leaves).
 
@@ -36,6 +37,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 from sqlglot import exp
 
+from recsql.executor.state import bases
+
 log = logging.getLogger(__name__)
 
 # DuckDB's optimizer may skip evaluating an expression whose error Spark raises: its expression
@@ -48,7 +51,7 @@ _ARROW_IN = "rq_arrow_in"  # the name a pulled Arrow table is registered under w
 
 
 class Database:
-    """A session's DuckDB database and its spill directory (DuckDB's ./.tmp otherwise)."""
+    """An application's DuckDB database and its spill directory (DuckDB's ./.tmp otherwise)."""
 
     def __init__(self) -> None:
         import duckdb  # only here: `import recsql` stays light
@@ -103,7 +106,7 @@ def load_arrow(cursor: Any, target: exp.Table, table: Any, temporary: bool = Fal
 
 @dataclass(eq=False)
 class BaseCopy:
-    """A base table's rows as the native table `main.<name>` of a session's database; the table
+    """A base table's rows as the native table `main.<name>` of an application's database; the table
     is dropped with the last reference to this record."""
 
     database: Database
@@ -121,22 +124,24 @@ class BaseCopy:
         return _main(self.name)
 
 
-_DATABASES: weakref.WeakKeyDictionary[SparkSession, Database] = weakref.WeakKeyDictionary()
+_DATABASES: weakref.WeakKeyDictionary[Any, Database] = weakref.WeakKeyDictionary()
 _MAKING = threading.Lock()
 
 
 def of(spark: SparkSession) -> Database:
-    """The session's database, made with its first statement on the driver."""
+    """The database of `spark`'s application (`bases.owner`), made with its first statement on
+    the driver."""
+    key = bases.owner(spark)
     with _MAKING:
-        database = _DATABASES.get(spark)
+        database = _DATABASES.get(key)
         if database is None:
-            database = _DATABASES[spark] = Database()
+            database = _DATABASES[key] = Database()
         return database
 
 
 def own() -> exp.Properties:
     """`TEMPORARY`: a table or view of the statement's own, in its cursor's temporary schema,
-    which statements run side by side on the session's database do not share."""
+    which statements run side by side on the database do not share."""
     return exp.Properties(expressions=[exp.TemporaryProperty()])
 
 
@@ -170,5 +175,5 @@ def _close(con: Any, spill: tempfile.TemporaryDirectory) -> None:
     try:
         con.close()
     except duckdb.Error as error:
-        log.debug("endgame: closing the session's DuckDB: %s", error)
+        log.debug("endgame: closing the DuckDB database: %s", error)
     spill.cleanup()

@@ -125,7 +125,7 @@ VARIABLE_WIDTH = 32  # a string, binary or nested value: a guess (no job reads t
 # What the driver process grows by per estimated byte, measured (`python -m benchmarks drivermem`;
 # FINDINGS.md, "Driver memory per estimated byte": a session's first statement, the Python
 # process's peak RSS growth, RMAT 2^12 to 2^20). The relations: their pulled Arrow tables (1.03x;
-# a base table's is copied into the session's DuckDB database, 1.3-1.35x, and then freed) and the
+# a base table's is copied into the application's DuckDB database, 1.3-1.35x, and then freed) and the
 # hash tables DuckDB builds over them for the joins: the statement's peak was 2.5x the relations'
 # estimate (SSSP) to 2.9x (CC) from 2^16 to 2^20 (2.3x and 2.5x at 2^16 with the DuckDB copy). The
 # state: DuckDB's `all`, `delta` and `new` tables, an iteration's candidates (the delta joined

@@ -6,7 +6,7 @@ table once by the join columns and checkpoints it: every iteration's join is the
 That copy is loop-invariant beyond the statement too (HaLoop keeps such data across jobs): the
 next statement over the same unchanged table joins the kept copy instead of building it again.
 The same holds for the rows the driver endgame pulls (`pulled`), kept as native tables of the
-session's DuckDB database (endgame/database.py): a statement that runs wholly on the driver then
+application's DuckDB database (endgame/database.py): a statement that runs wholly on the driver then
 starts its DuckDB fixpoint without pulling or loading them again.
 
 "Unchanged" is what Spark itself would read: the same analyzed plan (a replaced view or a new
@@ -18,10 +18,18 @@ changes, files elsewhere change. A table whose plan reads a cache is identified 
 instead: their count and two sums of their 64-bit hashes, one scan of what Spark reads. Any other
 table is never kept.
 
+The copies are shared by every session of the Spark application (`owner`): its sessions share
+one cache and block manager, and the same table read by two sessions is the same plan over the
+same files. A server gives each client connection a session of its own, and a BI tool opens a
+connection per query, so copies kept per session made every such query a session's first
+(`benchmarks/FINDINGS.md`, "Copies shared by the sessions of an application"). Two sessions
+whose temporary views of one name hold other rows find their plans or identities differ, and
+each statement makes its own copy (the later one replacing the earlier in the slot).
+
 Partitioned copies are kept on a local master only, where their blocks live as long as the
-session; a cluster's executors can be lost between statements, taking the blocks with them
-(driver copies live in this process, in the session's DuckDB database). At most
-`spark.recsql.base.keep` copies stay per session, the least recently used leaving first.
+application; a cluster's executors can be lost between statements, taking the blocks with them
+(driver copies live in this process, in the application's DuckDB database). At most
+`spark.recsql.base.keep` copies stay, the least recently used leaving first.
 
 A partitioned copy is `persist`ed in Spark's columnar in-memory store rather than
 `localCheckpoint`ed: every iteration scans it, and the columnar scan reads only the columns the
@@ -65,8 +73,26 @@ class _Kept:
 
 ROWS = "rows"  # an identity by row count and hash sum (not by files)
 
-# per session: the kept copies, least recently used first
-_KEPT: weakref.WeakKeyDictionary[SparkSession, OrderedDict[tuple, _Kept]] = weakref.WeakKeyDictionary()
+# per `owner`: the kept copies, least recently used first; the lock guards the dictionaries'
+# changes, which statements of several sessions make side by side (never held over a Spark job)
+_KEPT: weakref.WeakKeyDictionary[Any, OrderedDict[tuple, _Kept]] = weakref.WeakKeyDictionary()
+_KEEPING = threading.Lock()
+
+
+def owner(spark: SparkSession) -> Any:
+    """What shares kept copies (and the driver's DuckDB database): with classic PySpark, the
+    application's `SparkContext`, whose sessions share Spark's cache and block manager (a
+    DataFrame of one session can be read in another); a Spark Connect session stands alone (its
+    DataFrames are bound to it, and it has no `sparkContext`)."""
+    try:
+        return spark.sparkContext
+    except PySparkException:
+        return spark
+
+
+def _copies(spark: SparkSession) -> OrderedDict[tuple, _Kept]:
+    with _KEEPING:
+        return _KEPT.setdefault(owner(spark), OrderedDict())
 
 
 def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
@@ -86,7 +112,7 @@ def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
 
 def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> Any:
     """`table`'s rows on the driver (what `pull` makes of the table: for the endgame, a native
-    table of the session's DuckDB database, with the number of its rows in `num_rows`): a copy
+    table of the application's DuckDB database, with the number of its rows in `num_rows`): a copy
     kept from an earlier statement if the table is unchanged, else a new one, kept where that is
     safe. The copy lives in this process, so it is kept on any master."""
     return _driver_copy(ctx, table, pull)
@@ -142,25 +168,42 @@ def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
     makes of `plan` (kept if it is safe to), or None without `build`."""
     if ctx.settings.base_keep == 0:
         return None if build is None else build(plan)
-    kept = _KEPT.setdefault(ctx.spark, OrderedDict())
+    kept = _copies(ctx.spark)
     files = _identity(ctx, table)
-    old = kept.pop(slot, None)
+    with _KEEPING:
+        old = kept.get(slot)
     if old is not None and files is not None and old.files == files and _same_plan(plan, old.plan):
         log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
-        kept[slot] = old
+        with _KEEPING:
+            if kept.get(slot) is old:
+                kept.move_to_end(slot)
         if slot[0] == "pulled":  # freed only with its last reference: safe to hand out again
             ctx.current[slot] = old.value
         return old.value
-    if old is not None:
-        _release(old.value)
+    if old is not None:  # stale: freed before the new copy is made
+        _leave(kept, slot, old)
     if build is None:
         return None
     value = build(plan)
     if files is not None:
-        kept[slot] = _Kept(value, plan, files)
-        while len(kept) > ctx.settings.base_keep:
-            _release(kept.popitem(last=False)[1].value)
+        with _KEEPING:
+            # another session's statement may have kept a copy here meanwhile: the later wins
+            leaving = [kept.pop(slot)] if slot in kept else []
+            kept[slot] = _Kept(value, plan, files)
+            while len(kept) > ctx.settings.base_keep:
+                leaving.append(kept.popitem(last=False)[1])
+        for gone in leaving:
+            _release(gone.value)
     return value
+
+
+def _leave(kept: OrderedDict[tuple, _Kept], slot: tuple, old: _Kept) -> None:
+    """`old` out of `slot` and freed, unless another statement replaced it meanwhile."""
+    with _KEEPING:
+        if kept.get(slot) is not old:
+            return
+        del kept[slot]
+    _release(old.value)
 
 
 def row_count(ctx: Context, table: TableName) -> int | None:
@@ -264,8 +307,10 @@ def _leaves(explained: str) -> list[str]:
 
 
 def forget(spark: SparkSession) -> None:
-    """Drop the session's kept copies (their blocks were lost)."""
-    for old in _KEPT.pop(spark, {}).values():
+    """Drop the copies kept for `spark`'s application (their blocks were lost), every session's."""
+    with _KEEPING:
+        gone = _KEPT.pop(owner(spark), {})
+    for old in gone.values():
         _release(old.value)
 
 
@@ -279,7 +324,9 @@ def release(ctx: Context) -> None:
     # the statement lets go of its driver copies: one replaced meanwhile is freed now, not when
     # the garbage collector finds the statement's context
     ctx.current.clear()
-    kept = [k.value for k in _KEPT.get(ctx.spark, {}).values() if isinstance(k.value, PartitionedBase)]
+    copies = _copies(ctx.spark)
+    with _KEEPING:
+        kept = [k.value for k in copies.values() if isinstance(k.value, PartitionedBase)]
     for partitioned in ctx.bases.values():
         if not any(partitioned is k or _same_plan(partitioned.df, k.df) for k in kept):
             _release(partitioned)
