@@ -309,7 +309,7 @@ def _leaves(explained: str) -> list[str]:
 def forget(spark: SparkSession) -> None:
     """Drop the copies kept for `spark`'s application (their blocks were lost), every session's."""
     with _KEEPING:
-        gone = _KEPT.pop(owner(spark), {})
+        gone: OrderedDict[tuple, _Kept] = _KEPT.pop(owner(spark), OrderedDict())
     for old in gone.values():
         _release(old.value)
 
