@@ -4,7 +4,8 @@ A materialized view `v` is a plain Spark view, `CREATE VIEW v AS SELECT * FROM <
 over managed tables of one *version* of it, all named under the reserved prefix
 `__recsql_mv_<v>_<version>_` in `v`'s schema: `..._answer` (what the query answered) and
 `..._state_<n>` (the fixpoint's final state of each recursive relation, what an incremental
-refresh starts from). The view's table properties hold the rest of what a refresh needs: the
+refresh starts from); an answer that is a state as it stands is that state's table (`Stored.answer`
+names it), not a copy. The view's table properties hold the rest of what a refresh needs: the
 definition, the version, the tables of that version, each base relation's identity at that
 refresh (for a file-based table its files with sizes and modification times), and when and how
 it was last refreshed (which `DESCRIBE TABLE EXTENDED` and `SHOW TBLPROPERTIES` show).
