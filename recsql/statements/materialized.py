@@ -198,11 +198,14 @@ def identities(spark: SparkSession, names: set[TableName]) -> dict[str, dict[str
     return {name.sql: identity(spark, name) for name in sorted(names, key=lambda n: n.key)}
 
 
-def identity(spark: SparkSession, name: TableName) -> dict[str, Any]:
+def identity(spark: SparkSession, name: TableName, before: dict[str, Any] | None = None) -> dict[str, Any]:
     """What a base relation is now: its schema, and for a table read from local files alone its
     files with sizes and modification times (`executor/state/bases.py` identifies kept copies so), and
     the format its new files can be read back in (None: they cannot be read alone); `missing`
-    for a relation the catalog does not have."""
+    for a relation the catalog does not have. `before`, its identity at the last refresh: where
+    its files only grew since, under the same columns, it is the same table (dropping a managed
+    table deletes its files), so its format is taken from there rather than asked of the
+    catalog again (`DESCRIBE TABLE EXTENDED`, 0.1 s a base)."""
     try:
         with quiet_pyspark_error_logs():
             table = spark.catalog.getTable(name.sql)
@@ -218,8 +221,15 @@ def identity(spark: SparkSession, name: TableName) -> dict[str, Any]:
         entry["why"] = "not read from local files alone" if files else "a table with no files"
         return entry
     entry["files"] = [list(f) for f in files]
-    entry["format"] = _readable_format(spark, name)
+    grew = (before is not None and "format" in before and before.get("files") is not None
+            and before.get("schema") == entry["schema"] and _only_added(before, entry))
+    entry["format"] = before["format"] if grew and before is not None else _readable_format(spark, name)
     return entry
+
+
+def _only_added(before: dict[str, Any], now: dict[str, Any]) -> bool:
+    """Whether every file of `before` is still one of `now`'s, unchanged."""
+    return set(map(tuple, before["files"])) <= set(map(tuple, now["files"]))
 
 
 def _readable_format(spark: SparkSession, name: TableName) -> str | None:
@@ -368,8 +378,9 @@ def _linked(spark: SparkSession, stored: Stored, current: dict[str, dict[str, An
     table = stored.states[min(stored.states)]["table"]
     linked = {}
     for base, before in stored.bases.items():
-        files = before.get("files")
-        if files is None or files == current.get(base, {}).get("files"):
+        files, now = before.get("files"), current.get(base, {})
+        # only a base whose rows were removed or rewritten is read as it was (`decide`)
+        if files is None or now.get("files") is None or _only_added(before, now):
             continue
         links = mv_storage.linked_files(spark, table, base, [f[0] for f in files])
         if links is not None:
@@ -385,7 +396,7 @@ def _change(before: dict[str, Any], now: dict[str, Any]) -> str:
         return "had no files at the last refresh"
     if old == new:
         return "unchanged"
-    if set(map(tuple, old)) <= set(map(tuple, new)):
+    if _only_added(before, now):
         return f"{len(new) - len(old)} file(s) appended"
     return "files removed or rewritten"
 
@@ -467,7 +478,7 @@ def _current_bases(spark: SparkSession, stored: Stored, full: bool) -> dict[str,
     changed, is an error that leaves the view as it was."""
     current = {}
     for base, before in stored.bases.items():
-        now = identity(spark, TableName.parse(base))
+        now = identity(spark, TableName.parse(base), before)
         if now.get("missing") and not before.get("missing"):
             raise RecSQLAnalysisError(
                 f"Base relation {base} of materialized view {stored.name} no longer exists "
@@ -543,27 +554,36 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision,
 
 def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluated,
            how: str, old: Stored | None) -> None:
-    """Write a new version of the view (answer, states), then point the view at it; on any
-    failure drop what was written and leave the old version as it was."""
+    """Write a new version of the view (states, answer), then point the view at it; on any
+    failure drop what was written and leave the old version as it was. An answer that is one
+    recursive CTE's state as it stands (`SELECT dst, cost, pred FROM path`) is that state's
+    table, not a second copy of it."""
     spark, name = request.spark, stored.name
     version = mv_storage.new_version()
-    new = dataclasses.replace(stored, version=version, states={}, refreshed_how=how,
-                              answer=mv_storage.version_table(name, version, "answer"),
+    new = dataclasses.replace(stored, version=version, states={}, refreshed_how=how, answer="",
                               refreshed_at=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-    written = [new.answer]
+    written: list[str] = []
+    picked = _picked(plan, evaluated)
     try:
         with quiet_pyspark_error_logs():
-            mv_storage.write(spark, new.answer, evaluated.df, _answer_rows(plan, evaluated))
+            directory = None  # of the first state's table, where the driver wrote it
             if len(plan.groups) == 1:  # what an incremental refresh can start from
                 for i, (key, (df, rows)) in enumerate(sorted(evaluated.states.items())):
                     table = mv_storage.version_table(name, version, f"state_{i}")
                     written.append(table)
-                    mv_storage.write(spark, table, df, evaluated.rows.get(key))
+                    where = mv_storage.write(spark, table, df, evaluated.rows.get(key))
+                    directory = where if i == 0 else directory
                     new.states[key] = {"table": table, "rows": rows}
-                if new.states:  # the bases as they are, for the removed rows of a later refresh
-                    mv_storage.link_bases(spark, new.states[min(new.states)]["table"], {
-                        base: [f[0] for f in entry["files"]] for base, entry in new.bases.items()
-                        if entry.get("files")})
+                    if picked is not None and picked[0] == key and _whole(picked[1], df, evaluated.df):
+                        new.answer = table
+            if not new.answer:
+                new.answer = mv_storage.version_table(name, version, "answer")
+                written.append(new.answer)
+                mv_storage.write(spark, new.answer, evaluated.df, _answer_rows(picked, evaluated))
+            if new.states:  # the bases as they are, for the removed rows of a later refresh
+                mv_storage.link_bases(spark, new.states[min(new.states)]["table"], {
+                    base: [f[0] for f in entry["files"]] for base, entry in new.bases.items()
+                    if entry.get("files")}, directory)
         _check_unchanged(spark, name, new.bases)
         _check_current(spark, name, old)
         mv_storage.publish(spark, new, replace=old is not None, sql=request.text)
@@ -574,10 +594,9 @@ def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluat
         mv_storage.drop_tables(spark, old.tables)
 
 
-def _answer_rows(plan: QueryPlan, evaluated: Evaluated) -> Any:
-    """The answer's rows as an Arrow table where the driver holds them: the final query only
-    picks columns of one recursive CTE's state (`SELECT dst, cost FROM path`), which the driver
-    finished; else None (Spark writes the answer)."""
+def _picked(plan: QueryPlan, evaluated: Evaluated) -> tuple[str, list[int]] | None:
+    """Where the final query only picks columns of one recursive CTE's state (`SELECT dst, cost
+    FROM path`): that CTE's key and the positions of the columns it picks; else None."""
     final = plan.final
     if len(plan.groups) != 1 or not isinstance(final, exp.Select) or final.args.get("joins") \
             or any(final.args.get(k) for k in ("where", "group", "having", "qualify", "order",
@@ -587,32 +606,59 @@ def _answer_rows(plan: QueryPlan, evaluated: Evaluated) -> Any:
     table = source.this if source is not None else None
     if not isinstance(table, exp.Table) or not isinstance(table.this, exp.Placeholder):
         return None
-    key = next((k for k in evaluated.rows if cte_binding(k) == table.this.name), None)
+    key = next((k for k in evaluated.states if cte_binding(k) == table.this.name), None)
     if key is None:
         return None
-    rows = evaluated.rows[key]
-    index = {c.lower(): i for i, c in enumerate(rows.column_names)}
-    picked = [index.get(p.name.lower()) if isinstance(p, exp.Column) else None
-              for p in (e.this if isinstance(e, exp.Alias) else e for e in final.expressions)]
-    if None in picked or len(picked) != len(evaluated.df.columns):
+    index = {c.lower(): i for i, c in enumerate(evaluated.states[key][0].columns)}
+    positions = [index.get(p.name.lower()) if isinstance(p, exp.Column) else None
+                 for p in (e.this if isinstance(e, exp.Alias) else e for e in final.expressions)]
+    if None in positions or len(positions) != len(evaluated.df.columns):
         return None
-    return rows.select(picked).rename_columns(evaluated.df.columns)
+    return key, [p for p in positions if p is not None]
+
+
+def _whole(positions: list[int], state: DataFrame, answer: DataFrame) -> bool:
+    """Whether the answer is the state itself: all its columns in order, named and typed alike."""
+    return positions == list(range(len(state.columns))) and \
+        [(f.name, f.dataType) for f in state.schema.fields] == [(f.name, f.dataType) for f in answer.schema.fields]
+
+
+def _answer_rows(picked: tuple[str, list[int]] | None, evaluated: Evaluated) -> Any:
+    """The answer's rows as an Arrow table where the driver holds them (it finished the state
+    the final query picks from); else None (Spark writes the answer)."""
+    if picked is None or picked[0] not in evaluated.rows:
+        return None
+    return evaluated.rows[picked[0]].select(picked[1]).rename_columns(evaluated.df.columns)
 
 
 def _check_unchanged(spark: SparkSession, name: TableName, bases: dict[str, dict[str, Any]]) -> None:
-    """The bases' files are still those the refresh read: what is stored describes the answer."""
+    """The bases' files are still those the refresh read: what is stored describes the answer.
+    Their files alone are looked at again (what a refresh reads; a change of columns alone
+    fails the next refresh, which compares them), not the whole `identity`."""
     for base, before in bases.items():
-        if before.get("files") is not None and identity(spark, TableName.parse(base)) != before:
+        if before.get("files") is not None and _files_now(spark, TableName.parse(base)) != before["files"]:
             raise RecSQLExecutionError(
                 f"Base relation {base} changed while materialized view {name} was being "
                 "refreshed; the view keeps its last answer: refresh it again",
                 condition="RECSQL_MATERIALIZED_VIEW_BASE_CHANGED")
 
 
+def _files_now(spark: SparkSession, name: TableName) -> list[list[Any]] | None:
+    """A table's files as `identity` records them, or None where it is gone."""
+    try:
+        with quiet_pyspark_error_logs():
+            df = spark.table(name.sql)
+    except AnalysisException:
+        return None
+    return [list(f) for f in file_identity(df)[0]]
+
+
 def _check_current(spark: SparkSession, name: TableName, old: Stored | None) -> None:
     """The view is still the version this refresh started from: of two refreshes at once, the
     second to finish fails instead of dropping the first one's tables from under it."""
-    now = mv_storage.read(spark, name)
+    if old is not None and mv_storage.current_version(spark, name) == old.version:
+        return
+    now = mv_storage.read(spark, name)  # the slow way: a view stored before the version's own property
     if (now.version if now else None) != (old.version if old else None):
         raise RecSQLExecutionError(
             f"Materialized view {name} was refreshed, created or dropped by another statement "

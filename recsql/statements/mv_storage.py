@@ -4,7 +4,8 @@ A materialized view `v` is a plain Spark view, `CREATE VIEW v AS SELECT * FROM <
 over managed tables of one *version* of it, all named under the reserved prefix
 `__recsql_mv_<v>_<version>_` in `v`'s schema: `..._answer` (what the query answered) and
 `..._state_<n>` (the fixpoint's final state of each recursive relation, what an incremental
-refresh starts from). The view's table properties hold the rest of what a refresh needs: the
+refresh starts from); an answer that is a state as it stands is that state's table (`Stored.answer`
+names it), not a copy. The view's table properties hold the rest of what a refresh needs: the
 definition, the version, the tables of that version, each base relation's identity at that
 refresh (for a file-based table its files with sizes and modification times), and when and how
 it was last refreshed (which `DESCRIBE TABLE EXTENDED` and `SHOW TBLPROPERTIES` show).
@@ -44,6 +45,8 @@ MARK = "recsql.materializedView"  # the storage format's version
 FORMAT = "1"
 INFO = "recsql.mv"  # the JSON of `Stored`, in parts: recsql.mv.numParts, recsql.mv.part.<i>
 REFRESHED_AT, REFRESHED_HOW = "recsql.mv.refreshedAt", "recsql.mv.refreshedHow"
+# the version alone, which a refresh reads back before it publishes (`current_version`)
+VERSION = "recsql.mv.version"
 
 
 @dataclass
@@ -68,7 +71,8 @@ class Stored:
 
     @property
     def tables(self) -> list[str]:
-        return [self.answer, *(s["table"] for s in self.states.values())]
+        """The version's tables, each once (the answer may be a state's table)."""
+        return list(dict.fromkeys([self.answer, *(s["table"] for s in self.states.values())]))
 
 
 def new_version() -> str:
@@ -103,6 +107,18 @@ def read(spark: SparkSession, name: TableName) -> Stored | None:
                   refreshed_how=properties.get(REFRESHED_HOW, ""), bound=info.get("bound", ""))
 
 
+def current_version(spark: SparkSession, name: TableName) -> str | None:
+    """The version `name` points at, from its one property (half the time of reading them all);
+    None where `name` is gone. For a view stored without that property (or not a view of
+    recsql) Spark answers a sentence instead, which no version equals: `read` it then."""
+    try:
+        with quiet_pyspark_error_logs():
+            rows = spark.sql(f"SHOW TBLPROPERTIES {name.sql} ('{VERSION}')").collect()
+    except AnalysisException:
+        return None
+    return rows[0][1] if rows else None
+
+
 def exists(spark: SparkSession, name: TableName) -> bool:
     """Whether anything (table, view) of the catalog answers to `name`."""
     try:
@@ -122,7 +138,8 @@ def publish(spark: SparkSession, stored: Stored, *, replace: bool, sql: str) -> 
     parts = [text[i: i + PART_LENGTH] for i in range(0, len(text), PART_LENGTH)] or [""]
     properties = {MARK: FORMAT, f"{INFO}.numParts": str(len(parts)),
                   **{f"{INFO}.part.{i}": part for i, part in enumerate(parts)},
-                  REFRESHED_AT: stored.refreshed_at, REFRESHED_HOW: stored.refreshed_how}
+                  REFRESHED_AT: stored.refreshed_at, REFRESHED_HOW: stored.refreshed_how,
+                  VERSION: stored.version}
     create = exp.Create(
         this=exp.to_table(stored.name.sql, dialect="spark"), kind="VIEW", replace=replace,
         expression=exp.select("*").from_(exp.to_table(stored.answer, dialect="spark")),
@@ -136,18 +153,19 @@ def publish(spark: SparkSession, stored: Stored, *, replace: bool, sql: str) -> 
         raise from_spark_error(error, sql) from None
 
 
-def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> None:
+def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> str | None:
     """Write `df` as the new managed parquet table `table`. Where `rows` holds df's rows as an
     Arrow table on the driver (the driver finished the fixpoint), df's columns are of
     `ARROW_TYPES` and the table's directory is on a local file system, the driver writes them
     there itself: the table is created empty (a catalog operation), its one parquet file
     written under a hidden name and renamed into place. Else Spark writes df (a job that
     serializes the rows again, about 1 s a table at RMAT 2^18). Either way the table is
-    complete before the view points at it (`publish`)."""
+    complete before the view points at it (`publish`). Returns the table's local directory
+    where the driver wrote it there, else None."""
     types = [ARROW_TYPES.get(f.dataType.typeName()) for f in df.schema.fields]
     if rows is None or None in types:
         df.write.saveAsTable(table, format="parquet")
-        return
+        return None
     import pyarrow as pa
 
     schema = pa.schema([pa.field(f.name, t) for f, t in zip(df.schema.fields, types)])
@@ -155,7 +173,7 @@ def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> N
         rows = rows.rename_columns(schema.names).cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # never seen: Spark casts as it writes
         df.write.saveAsTable(table, format="parquet")
-        return
+        return None
     columns = [exp.ColumnDef(this=exp.to_identifier(f.name, quoted=True),
                              kind=exp.DataType.build(f.dataType.simpleString(), dialect="spark"))
                for f in df.schema.fields]
@@ -171,6 +189,8 @@ def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> N
         if written:
             os.remove(written)
         df.write.insertInto(table)
+        return None
+    return directory
 
 
 # Spark types (by `typeName`) whose parquet files pyarrow writes as Spark reads them back
@@ -208,13 +228,15 @@ def _local(uri: str) -> str:
     return urlparse(uri).path
 
 
-def link_bases(spark: SparkSession, table: str, bases: dict[str, list[str]]) -> bool:
+def link_bases(spark: SparkSession, table: str, bases: dict[str, list[str]],
+               directory: str | None = None) -> bool:
     """Hard-link each base's files (`bases`: base -> its local file paths) into a hidden
     directory of the version's `table` (a leading dot: Spark and DuckDB skip it), so that a
     later refresh reads the base as it was now, whatever was deleted from it meanwhile; no row
     is copied, and the links go with the table when it is dropped. False, leaving none, where
-    it cannot (a table not on this machine, another device, a file gone)."""
-    directory = table_directory(spark, table)
+    it cannot (a table not on this machine, another device, a file gone). `directory`: the
+    table's, where `write` found it (one catalog call less)."""
+    directory = directory or table_directory(spark, table)
     if directory is None:
         return False
     made: list[str] = []

@@ -470,3 +470,42 @@ def test_the_driver_writes_the_version_plain_spark_reads(spark, edges):
         assert _written_by_spark(spark, stored[filtered].answer)
         for view in (picked, filtered):
             assert not any(_written_by_spark(spark, s["table"]) for s in stored[view].states.values())
+
+
+def test_an_answer_kept_as_its_state_and_a_refresh_overtaken(spark, edges):
+    """Where the final query is the recursive CTE's state as it stands (`SELECT Dst, Cost, Pred
+    FROM path`), a version keeps one table, answer and state alike, which plain Spark reads as
+    the oracle's answer and DROP MATERIALIZED VIEW drops. A refresh overtaken by another one
+    (run from its progress callback, after it read the stored state) fails with
+    RECSQL_MATERIALIZED_VIEW_CONCURRENT_REFRESH and leaves the other's version, whole and
+    correct; the next refresh continues from it."""
+    rng = random.Random(11)
+    table, made = edges
+    data = random_edges(rng, 12, 20)
+    write(spark, table, data, "create")
+    view = create(spark, made, SSSP, table)
+    stored = mv_storage.read(spark, TableName.parse(view))
+    assert stored.tables == [stored.answer] == [s["table"] for s in stored.states.values()]
+    assert rows(spark.table(view)) == sssp_oracle(data)
+    first, second = random_edges(rng, 14, 4), random_edges(rng, 14, 4)
+    write(spark, table, first)
+    overtaken = []
+
+    def overtake(_stats):
+        if not overtaken:
+            overtaken.append(recsql.refresh(view, spark=spark))
+
+    with pytest.raises(RecSQLError) as failed:
+        recsql.refresh(view, spark=spark, progress=overtake)
+    assert overtaken and failed.value.condition == "RECSQL_MATERIALIZED_VIEW_CONCURRENT_REFRESH"
+    assert rows(spark.table(view)) == sssp_oracle(data + first)
+    now = mv_storage.read(spark, TableName.parse(view))
+    prefix = mv_storage.PREFIX + TableName.parse(view).parts[-1]
+    assert {t.name for t in spark.catalog.listTables() if t.name.startswith(prefix)} == \
+        {TableName.parse(t).parts[-1] for t in now.tables}
+    write(spark, table, second)
+    assert path_of(spark, view).endswith(": incremental refresh")
+    recsql.refresh(view, spark=spark)
+    assert rows(spark.table(view)) == sssp_oracle(data + first + second)
+    recsql.sql(f"DROP MATERIALIZED VIEW {view}", spark=spark)
+    assert not [t.name for t in spark.catalog.listTables() if t.name.startswith(prefix)]
