@@ -159,9 +159,18 @@ def _quiet_py4j_interrupts() -> Iterator[None]:
     the root logger, then on its own while it drops the connection; the interrupt itself goes
     on): in a notebook that is a screen of red for a click on the stop button."""
     root, py4j = logging.getLogger(), logging.getLogger("py4j")
+    interrupted = False
 
     def not_interrupts(record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("KeyboardInterrupt while sending command")
+        # once interrupted, a call the unwinding makes may find its connection shut by Py4J's
+        # clean-up, which it logs as "Exception while sending command." (seen in CI when the
+        # interrupt landed inside a call to the JVM); the error itself still propagates
+        nonlocal interrupted
+        message = str(record.msg)
+        if message.startswith("KeyboardInterrupt while sending command"):
+            interrupted = True
+            return False
+        return not (interrupted and message.startswith("Exception while sending command"))
 
     level = py4j.level
     root.addFilter(not_interrupts)
