@@ -22,7 +22,7 @@ The copies are shared by every session of the Spark application (`owner`): its s
 one cache and block manager, and the same table read by two sessions is the same plan over the
 same files. A server gives each client connection a session of its own, and a BI tool opens a
 connection per query, so copies kept per session made every such query a session's first
-(`benchmarks/FINDINGS.md`, "Copies shared by the sessions of an application"). Two sessions
+(`benchmarks/RESULTS-driver.md`, "Copies shared by the sessions of an application"). Two sessions
 whose temporary views of one name hold other rows find their plans or identities differ, and
 each statement makes its own copy (the later one replacing the earlier in the slot).
 
