@@ -6,8 +6,11 @@ endgame's DuckDB translation (`endgame/translate.py`) read them here."""
 
 from __future__ import annotations
 
+import weakref
+
 from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import (
     ArrayType,
     BooleanType,
@@ -27,8 +30,6 @@ from pyspark.sql.types import (
     VariantType,
 )
 from sqlglot import exp
-
-from recsql.executor.state.relations import empty  # the session's cached empty relations
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 NUMBERS = (*INTEGRAL, FloatType, DoubleType, DecimalType)
@@ -115,6 +116,44 @@ def type_sql(dtype: DataType) -> str:
     return dtype.simpleString()
 
 
+def empty(spark: SparkSession, schema: StructType) -> DataFrame:
+    """No rows of `schema`'s names and types (every column nullable), for a state before its
+    first merge.
+
+    Built once per session and schema and reused (a DataFrame is an immutable plan): every
+    statement builds two or three (the states, the empty delta after the driver endgame), and
+    `recsql serve` gives every client connection a session of its own, so a BI tool's every
+    query builds them anew. Spelled as one `selectExpr` of casts where the types can be spelled:
+    Column nodes cost a Py4J round trip each, and three empty relations of two or three columns
+    took a new session 129 ms that way against 72 ms as `selectExpr` (local[1], medians of 20).
+    A type with a non-nullable field inside (`castable`) cannot be spelled as SQL, so it keeps
+    its Column cast.
+
+    Not `createDataFrame([], schema)`: that scans a parallelized collection, whose tasks cost
+    the base step 0.05-0.09 s (local[2], Spark loop, medians of 9 interleaved runs: the base
+    step of SSSP at RMAT 2^16 0.201 -> 0.149 s, of CC 0.435 -> 0.344 s; whole runs 0.95x, and
+    0.91x for SSSP at RMAT 2^8). Nor an empty local relation (`.limit(0)`, Arrow): the optimizer
+    drops it from the merge's union and renames the union's output, the checkpoint records its
+    partitioning under names it does not output, and the next iteration shuffles the state and
+    its delta again (tests/executor/test_placement.py). An empty range is neither."""
+    kept = _EMPTY.setdefault(spark, {})
+    key = schema.json()
+    if key not in kept:
+        if all(castable(f.dataType) for f in schema.fields):
+            kept[key] = spark.range(0).selectExpr(*null_columns(schema))
+        else:
+            kept[key] = spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
+    return kept[key]
+
+
+_EMPTY: weakref.WeakKeyDictionary[SparkSession, dict[str, DataFrame]] = weakref.WeakKeyDictionary()
+
+
+def null_columns(schema: StructType) -> list[str]:
+    """A NULL of each of `schema`'s columns, named and typed as Spark SQL (every type `castable`)."""
+    return [f"CAST(NULL AS {type_sql(f.dataType)}) AS {quoted(f.name)}" for f in schema.fields]
+
+
 def widened(spark: SparkSession, known: list[DataType], new: list[DataType]) -> list[DataType] | None:
     """Spark's own UNION type widening of two rows of types (rule 3 of docs/dialect.md section
     3), asked of Spark's analysis (no job); None when Spark finds no common types."""
@@ -130,5 +169,5 @@ def struct(types: list[DataType]) -> StructType:
     return StructType([StructField(f"c{i}", t, True) for i, t in enumerate(types)])
 
 
-__all__ = ["INTEGRAL", "INTEGRAL_SQL", "NUMBERS", "castable", "family", "family_of_name", "orderable",
-           "quoted", "struct", "sum_type", "type_sql", "widened"]
+__all__ = ["INTEGRAL", "INTEGRAL_SQL", "NUMBERS", "castable", "empty", "family", "family_of_name", "null_columns",
+           "orderable", "quoted", "struct", "sum_type", "type_sql", "widened"]

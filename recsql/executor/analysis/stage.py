@@ -27,15 +27,16 @@ from recsql.executor.analysis.plain_types import plain_types
 from recsql.executor.analysis.spark_types import (
     INTEGRAL,
     castable,
+    empty,
+    null_columns,
     orderable,
-    quoted,
     sum_type,
     type_sql,
     widened,
 )
 from recsql.executor.loop.protocols import Context
 from recsql.executor.loop.spark_sql import query_df, quiet_pyspark_error_logs, render, run_sql
-from recsql.executor.state.relations import CONTRIB, empty
+from recsql.executor.state.relations import CONTRIB
 from recsql.parser.locate import locate
 from recsql.planner.model import Branch, CTEPlan, GroupStep, HeadColumn, QueryPlan, ViewStep, cte_binding
 
@@ -141,8 +142,7 @@ def _typed_branch(ctx: Context, cte: CTEPlan, branch: Branch, refs: dict[str, St
 
 
 def _empty_relation(schema: StructType) -> str:
-    columns = ", ".join(f"CAST(NULL AS {type_sql(f.dataType)}) AS {quoted(f.name)}" for f in schema.fields)
-    return f"(SELECT {columns} FROM range(0))"
+    return f"(SELECT {', '.join(null_columns(schema))} FROM range(0))"
 
 
 def _used_args(text: str, args: dict | None) -> dict | None:

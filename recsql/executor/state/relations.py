@@ -9,7 +9,6 @@ checkpoints it, `commit` derives `all` and `delta` from it without further jobs.
 
 from __future__ import annotations
 
-import weakref
 from functools import cached_property
 from typing import Any, TypedDict
 
@@ -18,6 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, DataType, DoubleType, FloatType, StructField, StructType
 from sqlglot import exp
 
+from recsql.executor.analysis.spark_types import empty
 from recsql.planner import aggregates
 from recsql.planner.aggregates import Kind
 from recsql.planner.model import CTEPlan, HeadColumn
@@ -25,31 +25,6 @@ from recsql.planner.model import CTEPlan, HeadColumn
 CHANGED, OLD, REP, CONTRIB = "__rq_changed", "__rq_old", "__rq_rep", "__rq_contrib"
 PARTITION = "__rq_partition"
 BEST = "__rq_best_"  # the column prefix of a ranked tuple (`aggregates.ranked`)
-
-
-def empty(spark: SparkSession, schema: StructType) -> DataFrame:
-    """No rows of `schema`'s names and types (every column nullable), for a state before its
-    first merge.
-
-    Built once per session and schema and reused (a DataFrame is an immutable plan): built, it
-    cost 14 ms a time for two columns (a Py4J round trip per Column node, local[2]), and every
-    statement built two or three (the states, the empty delta after the driver endgame).
-
-    Not `createDataFrame([], schema)`: that scans a parallelized collection, whose tasks cost
-    the base step 0.05-0.09 s (local[2], Spark loop, medians of 9 interleaved runs: the base
-    step of SSSP at RMAT 2^16 0.201 -> 0.149 s, of CC 0.435 -> 0.344 s; whole runs 0.95x, and
-    0.91x for SSSP at RMAT 2^8). Nor an empty local relation (`.limit(0)`, Arrow): the optimizer
-    drops it from the merge's union and renames the union's output, the checkpoint records its
-    partitioning under names it does not output, and the next iteration shuffles the state and
-    its delta again (tests/executor/test_placement.py). An empty range is neither."""
-    kept = _EMPTY.setdefault(spark, {})
-    key = schema.json()
-    if key not in kept:
-        kept[key] = spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
-    return kept[key]
-
-
-_EMPTY: weakref.WeakKeyDictionary[SparkSession, dict[str, DataFrame]] = weakref.WeakKeyDictionary()
 
 
 def with_partition(df: DataFrame) -> DataFrame:
