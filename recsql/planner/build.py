@@ -17,7 +17,7 @@ from sqlglot import exp
 from recsql.errors import RecSQLAnalysisError, RecSQLParseError
 from recsql.parser.dialect import AggregateColumn
 from recsql.parser.locate import locate
-from recsql.planner import aggregates, checks, doubling, seeds
+from recsql.planner import aggregates, checks, doubling, keybound, seeds
 from recsql.planner.branches import bound_table, branches_of, sources
 from recsql.planner.catalog import Catalog
 from recsql.planner.demand import push_demand
@@ -413,6 +413,7 @@ class _Planner(_Heads):
         for cte in ctes:
             for branch in cte.base_branches:
                 branch.bases = self.bind_partitioned_reads(branch, cte, ctes)
+            cte.key_bound = keybound.key_bound(cte)
         return step
 
     def cte(self, d: CTEDef, members: set[str]) -> CTEPlan:

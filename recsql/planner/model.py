@@ -178,6 +178,29 @@ class Branch:
                    for j in select.args.get("joins") or [])
 
 
+@dataclass(frozen=True)
+class KeyBound:
+    """What bounds a min()/max() CTE's value by its own key (`planner/keybound.py`): its one
+    base branch makes a group `(a, a)` for every value `a` of the partitioned copy's key column,
+    so that group's value never passes its key (min() only falls, max() only rises). A
+    recursive branch's candidate `(x, v)` whose group key `x` is read from a column of that same
+    copy, and whose `v` is not below `x` (min) or above it (max), then changes nothing, if
+    every value of that column is a key of the copy (a fact the executor learns from a statement
+    whose first iteration a `witnesses` branch ran unfiltered)."""
+
+    base: BaseKey  # the partitioned copy whose distinct keys the base branch reads
+    column: str  # its key column (the base branch's two items)
+    extremum: str  # "min" or "max"
+    # recursive branch index -> the copy's column that its group key reads
+    sources: tuple[tuple[int, str], ...] = ()
+    # the recursive branches (indexes) that make one candidate per row of the copy in the first
+    # iteration (`planner/keybound.py`): whose groups then tell whether the fact holds
+    witnesses: tuple[int, ...] = ()
+
+    def source(self, branch: Branch) -> str | None:
+        return next((c for i, c in self.sources if i == branch.index), None)
+
+
 @dataclass
 class CTEPlan:
     name: str  # as written
@@ -190,6 +213,7 @@ class CTEPlan:
     doubling_switch: tuple[tuple[str, ...], ...] = ()
     level_limit: int | None = None  # Spark's `MAX RECURSION LEVEL n` written on this CTE
     compared: tuple[ComparedColumn, ...] = ()  # its SEARCH and CYCLE columns
+    key_bound: KeyBound | None = None  # candidates that cannot change it (`KeyBound`)
 
     @property
     def key(self) -> str:

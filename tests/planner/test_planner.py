@@ -554,3 +554,44 @@ def test_non_deterministic_calls_are_named(select, called):
     from recsql.planner.seeds import non_deterministic
 
     assert non_deterministic(parse_statement(select).expression) == called
+
+
+@pytest.mark.parametrize("query, sources", [
+    (KEYS_ONLY_CC, (("Src", "Dst"),)),
+    (KEYS_ONLY_CC.replace("min()", "max()"), (("Src", "Dst"),)),
+    # the head's key second
+    ("WITH recursive cc (min() AS C, X) AS (SELECT Src, Src FROM edge) UNION "
+     "(SELECT cc.C, edge.Dst FROM cc, edge WHERE cc.X = edge.Src) SELECT X, C FROM cc", (("Src", "Dst"),)),
+    # a base row whose value is not its key, or not every key a group: no bound
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Src + 1 FROM edge"), None),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Src FROM edge WHERE Src > 3"), None),
+    (KEYS_ONLY_CC.replace("SELECT Src, Src FROM edge", "SELECT Src, Dst FROM edge"), None),
+    # not an extremum
+    (KEYS_ONLY_CC.replace("min()", "sum()"), None),
+    # the recursive branch's key is not a column of the copy
+    (KEYS_ONLY_CC.replace("SELECT edge.Dst, cc.C", "SELECT edge.Dst + 0, cc.C"), None),
+    (KEYS_ONLY_CC.replace("SELECT edge.Dst, cc.C", "SELECT cc.X, cc.C"), None),
+])
+def test_the_key_bound_is_recorded_where_the_base_step_bounds_every_group_by_its_key(query, sources):
+    # the executor drops a candidate (x, v) with v >= x (min) only where every group the base
+    # step makes is (a, a) and x is read from the copy whose keys those are (`KeyBound`)
+    bound = plan(query).groups[0].ctes[0].key_bound
+    if sources is None:
+        assert bound is None, query
+    else:
+        assert (bound.column, bound.extremum) == ("Src", "max" if "max()" in query else "min")
+        assert tuple((bound.column, s) for _, s in bound.sources) == sources
+
+
+@pytest.mark.parametrize("query, witnesses", [
+    (KEYS_ONLY_CC, (2,)),
+    (KEYS_ONLY_CC.replace("FROM cc, edge WHERE cc.X = edge.Src", "FROM cc JOIN edge ON edge.Src = cc.X"), (2,)),
+    # a condition besides the join, or a clause that drops rows: some rows make no candidate
+    (KEYS_ONLY_CC.replace("cc.X = edge.Src", "cc.X = edge.Src AND edge.Cost > 0"), ()),
+    (KEYS_ONLY_CC.replace("SELECT edge.Dst", "SELECT DISTINCT edge.Dst"), ()),
+])
+def test_the_key_bound_knows_the_branches_whose_first_iteration_tells_the_fact(query, witnesses):
+    # a witness makes a candidate for every row of the copy in the first iteration, so that its
+    # groups show whether every Dst is a Src (`KeyBound.witnesses`)
+    bound = plan(query).groups[0].ctes[0].key_bound
+    assert bound is not None and bound.witnesses == witnesses, query

@@ -33,13 +33,14 @@ from recsql.executor.state.relations import (
     union_all,
     with_partition,
 )
-from recsql.executor.strategies import index, joinside, lookup, rollover, skew
+from recsql.executor.strategies import index, joinside, keybound, lookup, rollover, skew
 from recsql.planner.model import DELTA, Branch, CTEPlan, GroupStep, base_key
 from recsql.planner.names import TableName
 
 
 class GroupRun:
     building = 0  # the iteration the runners are building (set by `run`; 0: the base step)
+    from_base = False  # the states came from this run's own base step (`start`)
 
     def __init__(self, ctx: Context, group: GroupStep, schemas: dict[str, StructType]) -> None:
         """`schemas`: each CTE's head types, as the analysis stage found them."""
@@ -201,6 +202,7 @@ class GroupRun:
             iteration = self.driver.run_whole()
             if iteration is None:
                 self.step(0, self.base_candidates)
+                self.from_base = True
                 iteration = 0
             else:
                 self.safeguard.kept(iteration)
@@ -248,7 +250,7 @@ class GroupRun:
                         restricted = self.lookup.bases(cte, branch, variant)
                         df = self.branch_df(cte, branch, refs, strategy == joinside.BROADCAST_BASE,
                                             restricted)
-                    parts.append(self.shape(cte, branch, df))
+                    parts.append(keybound.drop_unchanging(self, cte, branch, self.shape(cte, branch, df)))
             result[cte.key] = (union_all(parts), "+".join(sorted(strategies)) or "-")
         return result
 
@@ -344,9 +346,11 @@ class GroupRun:
                     df = rider.watch(cte, df, iteration)
                 watched = [m for rider in self.riders for m in rider.metrics(cte, state)]
                 job_started = time.perf_counter()
+                groups = state.total_rows
                 metrics, reported = checkpoint_merge(self, cte, state, state.merge(df), iteration, watched,
                                                      by_partition=self.vote_uses_sizes(cte))
                 job_seconds = time.perf_counter() - job_started
+                keybound.learn(self, cte, groups, state.total_rows)
                 for rider in self.riders:
                     rider.observed(cte, metrics, reported)
             seconds = time.perf_counter() - started

@@ -30,6 +30,8 @@ class PartitionedBase:
     # grouped by its join columns (index.py): then `df` is this index unnested, or built from
     # `df` when first read where the copy was made with the index off
     index: DataFrame | None = None
+    # (column, key column) -> whether every value of the column is a key (`keybound.contained`)
+    contained: dict[tuple[str, str], bool] = field(default_factory=dict)
 
     @property
     def rows(self) -> int | None:
@@ -72,6 +74,7 @@ class Loop(Protocol):
     stats: list[IterationStats]
     spark_limits: SparkLimits
     building: int  # the iteration being built
+    from_base: bool  # the states came from this run's own base step (not resumed nor seeded)
 
     def branch_df(self, cte: CTEPlan, branch: Branch, refs: dict[str, DataFrame],
                   broadcast_bases: bool = False,
