@@ -209,13 +209,17 @@ def grown(ctx: Context, table: TableName, before: list[tuple[Any, ...]] | None, 
     table as it was then is grown by `grow` with the rows of the new files (None where it cannot
     be), not pulled again whole: at RMAT 2^20 reading the whole table took longer than the rest
     of a refresh's fixpoint (benchmarks/RESULTS-refresh.md). Else as `pulled`, `pull` making
-    the copy. Where the table's files are no longer `now` (they changed since the refresh
-    looked), the copy is made and not kept: it would be labelled with files it was not read from."""
+    the copy. Either way the copy is made from `now`'s files, so they are its identity where
+    Spark reads the table from its files alone (not listed again: `inputFiles()` costs a Py4J
+    round trip a file, 0.4 s for RMAT 2^20's 1,618); where this statement found other files,
+    the copy is made and not kept."""
     slot = ("pulled", _scope(ctx), table.key)
     if slot in ctx.current:
         return ctx.current[slot]
     plan = table_df(ctx, table)
-    files = _identity(ctx, table) if ctx.settings.base_keep else None
+    if table not in ctx.identities:
+        ctx.identities[table] = now if plan_reads(plan) == FILES else None
+    files = ctx.identities[table] if ctx.settings.base_keep else None
     if files is None or files != now:
         return pull(plan)
     kept = _copies(ctx.spark)
