@@ -536,8 +536,10 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision,
     if decision.rederive:  # every changed base read whole from its files
         tables = {TableName.parse(b): files for b, files in decision.rederive.items()}
         before = {TableName.parse(b): files for b, files in decision.before.items()}
+        identities: dict[TableName, tuple[list[tuple[Any, ...]] | None, list[tuple[Any, ...]]]] = {
+            TableName.parse(b): (None, _files(current[b])) for b in decision.rederive}
         return seeded.Seed(states, rows, {}, SeedFiles(state_files, rows, tables, {}, rederive=True,
-                                                       before=before))
+                                                       before=before, identities=identities))
     appended: dict[TableName, DataFrame] = {}
     for base, files in decision.appended.items():
         table = TableName.parse(base)
@@ -547,9 +549,17 @@ def _seed(request: Request, stored: Stored, plan: QueryPlan, decision: Decision,
     if all(decision.formats[base] == "parquet" for base in decision.appended):
         # the driver reads them all itself (`endgame/seeded.py`)
         on_driver = SeedFiles(state_files, rows,
-                          {TableName.parse(b): [f[0] for f in current[b]["files"]] for b in decision.appended},
-                          {TableName.parse(b): new for b, new in decision.appended.items()})
+                              {TableName.parse(b): [f[0] for f in current[b]["files"]] for b in decision.appended},
+                              {TableName.parse(b): new for b, new in decision.appended.items()},
+                              identities={TableName.parse(b): (_files(stored.bases[b]), _files(current[b]))
+                                          for b in decision.appended})
     return seeded.Seed(states, rows, appended, on_driver)
+
+
+def _files(entry: dict[str, Any]) -> list[tuple[Any, ...]]:
+    """A base's files with sizes and mtimes as `identity` recorded them, as `file_identity`
+    gives them (the stored view keeps them as JSON lists)."""
+    return [tuple(f) for f in entry["files"]]
 
 
 def _store(request: Request, stored: Stored, plan: QueryPlan, evaluated: Evaluated,

@@ -9,6 +9,7 @@ incremental path and a delete the full one. The incremental path is on by defaul
 from __future__ import annotations
 
 import calendar
+import logging
 import os
 import random
 import time
@@ -509,3 +510,57 @@ def test_an_answer_kept_as_its_state_and_a_refresh_overtaken(spark, edges):
     assert rows(spark.table(view)) == sssp_oracle(data + first + second)
     recsql.sql(f"DROP MATERIALIZED VIEW {view}", spark=spark)
     assert not [t.name for t in spark.catalog.listTables() if t.name.startswith(prefix)]
+
+
+def _copy_read(caplog) -> str:
+    """How the last refresh had the table's driver copy (`recsql.executor.state.bases`): a kept
+    copy grown by the new files' rows, a kept copy as it was, or the table read whole."""
+    messages = [r.getMessage() for r in caplog.records]
+    if any("grown by the rows" in m for m in messages):
+        return "grown"
+    return "kept" if any("pulled copy" in m and "kept from an earlier" in m for m in messages) else "read"
+
+
+def test_appends_grow_the_kept_copy_of_the_table(spark, edges, caplog):
+    """Appends in a row, refreshed in one warm application: the table's driver copy kept from
+    the view's last refresh is grown by the new files' rows, not read again whole (the second
+    view then finds it current). A copy that is not of the table as it was at the view's last
+    refresh (a refresh that kept none, a rewrite of the table, a cold start) is not grown: the
+    table is read whole. Each change adds a pair of new nodes joined by an edge, apart from the
+    rest, and joins the pair of the change before to node 0: the second node of that pair is
+    reached through the earlier change's edge, which a copy missing its rows would not have.
+    Every answer equals its oracle (Dijkstra, union-find)."""
+    from recsql.executor.state import bases
+
+    rng = random.Random(23)
+    table, made = edges
+    undirected = [(rng.randrange(8), rng.randrange(8), rng.randint(1, 4)) for _ in range(12)] + [(0, 1, 1)]
+    write(spark, table, symmetric(undirected), "create")
+    views = {create(spark, made, SSSP, table): sssp_oracle, create(spark, made, CC, table): cc_oracle}
+    rounds = [("append", {}, ("grown", "kept")), ("append", {}, ("grown", "kept")),
+              ("append", {"spark.recsql.base.keep": "0"}, ("read", "read")),
+              ("append", {}, ("read", "kept")), ("rewrite", {}, ("read", "kept")),
+              ("append", {}, ("grown", "kept")), ("new session", {}, ("grown", "kept")),
+              ("cold", {}, ("read", "kept"))]
+    pair = (1, 1)
+    for number, (kind, conf, expected) in enumerate(rounds):
+        session = spark.newSession() if kind == "new session" else spark
+        if kind == "cold":
+            bases.forget(spark)
+        joined, pair = (0, pair[0], 1), (100 + 2 * number, 101 + 2 * number)
+        added = [(rng.randrange(8), rng.randrange(8), rng.randint(1, 4)), (*pair, 1), joined]
+        if kind == "rewrite":  # a delete and an append: every file rewritten
+            undirected = rng.sample(undirected, len(undirected) - 2) + added
+            write(spark, table, symmetric(undirected), "overwrite")
+        else:
+            undirected += added
+            write(spark, table, symmetric(added))
+        data = symmetric(undirected)
+        for (view, oracle), how in zip(views.items(), expected):
+            assert path_of(spark, view).endswith(": incremental refresh"), kind
+            caplog.clear()
+            with caplog.at_level(logging.INFO, logger="recsql.executor.state.bases"):
+                refreshed = recsql.refresh(view, spark=session, conf=conf)
+            assert {s.ran_on for s in refreshed.stats} == {"driver"}, kind
+            assert rows(spark.table(view)) == oracle(data), (kind, view)
+            assert (kind, _copy_read(caplog)) == (kind, how)

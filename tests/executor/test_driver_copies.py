@@ -268,3 +268,45 @@ def test_a_view_mixing_a_cached_table_with_files_gives_the_new_answer(spark, tmp
     finally:
         spark.catalog.uncacheTable(cached)
         spark.sql(f"DROP TABLE {cached}")
+
+
+def test_a_grown_copy_unions_its_parts_until_it_is_made_one_table_again():
+    """`Database.grown`: a copy grown by new rows is a view of its parts (no row copied), with
+    every row of the copy it grew from and the new ones, the parts' tables dropped with the last
+    copy holding them; past `MAX_PARTS` parts one table again; rows of other column types are
+    not added (None). Checked against the rows put in, kept in a plain list."""
+    import gc
+
+    from sqlglot import exp
+
+    db = database.Database()
+    cursor = db.cursor()
+
+    def values(rows: list[tuple[int, int]]) -> exp.Query:
+        body = ", ".join(f"({a}::BIGINT, {b}::BIGINT)" for a, b in rows)
+        return exp.maybe_parse(f"SELECT * FROM (VALUES {body}) AS v(Src, Dst)", dialect="duckdb")
+
+    def names(kind: str) -> set[str]:
+        return {r[0] for r in cursor.execute(f"SELECT {kind}_name FROM duckdb_{kind}s() "
+                                             "WHERE schema_name = 'main' AND NOT temporary").fetchall()}
+
+    expected = [(1, 2), (2, 3)]
+    copy = db.copy_of(cursor, values(expected), 16)
+    first = copy.name
+    for i in range(database.MAX_PARTS):
+        more = [(10 + i, 20 + i), (1, 2)]  # a row already there stays a second row (a bag)
+        grown = db.grown(cursor, copy, values(more), 16)
+        assert grown is not None
+        copy, expected = grown, expected + more
+        got = cursor.execute(exp.select("*").from_(copy.table()).sql("duckdb", identify=True)).fetchall()
+        assert sorted(got) == sorted(expected) and copy.num_rows == len(expected)
+        assert len(copy.pieces()) == (i + 2 if i + 2 <= database.MAX_PARTS else 1)
+    assert copy.name in names("table") and first not in names("table")  # made one table again
+    wide = exp.maybe_parse("SELECT 1::INTEGER AS Src, 2::BIGINT AS Dst", dialect="duckdb")
+    assert db.grown(cursor, copy, wide, 16) is None
+    grown = db.grown(cursor, copy, values([(5, 6)]), 16)
+    assert grown is not None and grown.name in names("view")
+    pieces = {p.name for p in grown.pieces()}
+    del grown, copy
+    gc.collect()
+    assert not ({*pieces} & names("table")) and not names("view")

@@ -3,12 +3,14 @@ says why continuing from the stored fixpoint is sound).
 
 When the stored state and the base tables fit the driver budget, no Spark job runs at all but
 the write of the new version: DuckDB reads the stored state straight from its parquet files, each
-appended table from its files (all of them for the whole table, the added ones for its new
-rows), derives the first delta (every branch reading an appended table, with that table read as
-its new rows and its references as the whole stored state), merges it against the stored state
-and runs the rest of the fixpoint as the endgame does. On Spark, the same start cost a shuffle
-and a checkpoint of the stored state and a pull of the tables (RMAT 2^16 SSSP, 0.1% appends:
-5.8 s against a full recompute's 2.0 s).
+appended table's new rows from the files added, and the whole table from all its files into a
+driver copy kept for later statements (`bases.grown`), unless a copy kept of the table as it
+was at the last refresh is there to grow by the new rows (at RMAT 2^20 the whole read was the
+largest part of a warm refresh), derives the first delta (every branch reading an appended
+table, with that table read as its new rows and its references as the whole stored state),
+merges it against the stored state and runs the rest of the fixpoint as the endgame does. On
+Spark, the same start cost a shuffle and a checkpoint of the stored state and a pull of the
+tables (RMAT 2^16 SSSP, 0.1% appends: 5.8 s against a full recompute's 2.0 s).
 
 After rows were removed or rewritten (a delete, an update), the same reads start a re-derivation
 instead: where the tables' files at the last refresh are kept, from the removed rows alone
@@ -37,6 +39,7 @@ from recsql.executor.endgame.driver import _Driver, finish_on_driver
 from recsql.executor.endgame.driver_sql import Untranslatable
 from recsql.executor.endgame.translate import branch_relations, duck_type, prepare
 from recsql.executor.loop.protocols import Loop
+from recsql.executor.state import bases
 from recsql.planner.model import CTEPlan
 from recsql.planner.names import TableName
 
@@ -58,6 +61,11 @@ class SeedFiles:
     added: dict[TableName, list[str]]
     rederive: bool = False
     before: dict[TableName, list[str]] = field(default_factory=dict)
+    # per changed table, its files with their sizes and mtimes (`bases.file_identity`) at the
+    # last refresh (None where they did not only grow since) and now: the table's driver copy
+    # is kept for later statements, grown from a kept copy of the table as it was (`bases.grown`)
+    identities: dict[TableName, tuple[list[tuple[Any, ...]] | None, list[tuple[Any, ...]]]] = \
+        field(default_factory=dict)
 
 
 def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
@@ -91,12 +99,25 @@ class _SeededDriver(_Driver):
         table = key[1] if key[0] == "table" else None
         if table not in self.files.tables:
             return super().pull_relation(key, name, df)
-        # the changed table whole (as Arrow, registered as a pulled relation is), and its new
-        # rows, straight from its files: no Spark job
+        # the changed table's new rows, and the table whole as a driver copy kept for later
+        # statements, straight from its files (no Spark job); or a kept copy of the table as
+        # it was at the last refresh, grown by the new rows
+        width = row_bytes(df.schema)
+        new_rows = None
         if key in self.appended:
             self.sql(_from_files(self.appended[key], self.files.added[table], df.schema))
-        rel = self.con.sql(_select_files(self.files.tables[table], df.schema).sql("duckdb", identify=True))
-        return (getattr(rel, "to_arrow_table", None) or rel.fetch_arrow_table)()
+            new_rows = exp.select("*").from_(_table(self.appended[key]))
+        before, now = self.files.identities.get(table, (None, None))
+
+        def grow(old: database.BaseCopy) -> database.BaseCopy | None:
+            return None if new_rows is None else self.database.grown(self.con, old, new_rows, width)
+
+        def whole(_plan: Any) -> database.BaseCopy:
+            return self.database.copy_of(self.con, _select_files(self.files.tables[table], df.schema), width)
+
+        if now is None:
+            return whole(None)
+        return bases.grown(self.run_.ctx, table, before, now, grow, whole)
 
     def pull(self) -> None:
         super().pull()

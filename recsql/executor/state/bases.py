@@ -186,15 +186,57 @@ def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
         return None
     value = build(plan)
     if files is not None:
-        with _KEEPING:
-            # another session's statement may have kept a copy here meanwhile: the later wins
-            leaving = [kept.pop(slot)] if slot in kept else []
-            kept[slot] = _Kept(value, plan, files)
-            while len(kept) > ctx.settings.base_keep:
-                leaving.append(kept.popitem(last=False)[1])
-        for gone in leaving:
-            _release(gone.value)
+        _keep(ctx, kept, slot, _Kept(value, plan, files))
     return value
+
+
+def _keep(ctx: Context, kept: OrderedDict[tuple, _Kept], slot: tuple, record: _Kept) -> None:
+    """`record` kept in `slot`, the least recently used copies leaving past `spark.recsql.base.keep`."""
+    with _KEEPING:
+        # another session's statement may have kept a copy here meanwhile: the later wins
+        leaving = [kept.pop(slot)] if slot in kept else []
+        kept[slot] = record
+        while len(kept) > ctx.settings.base_keep:
+            leaving.append(kept.popitem(last=False)[1])
+    for gone in leaving:
+        _release(gone.value)
+
+
+def grown(ctx: Context, table: TableName, before: list[tuple[Any, ...]] | None, now: list[tuple[Any, ...]],
+          grow: Callable[[Any], Any], pull: Callable[[DataFrame], Any]) -> Any:
+    """The driver copy of `table`, whose files a materialized view's refresh found to be `now`
+    and at the view's last refresh `before` (None: not only grown since). A copy kept of the
+    table as it was then is grown by `grow` with the rows of the new files (None where it cannot
+    be), not pulled again whole: at RMAT 2^20 reading the whole table took longer than the rest
+    of a refresh's fixpoint (benchmarks/RESULTS-refresh.md). Else as `pulled`, `pull` making
+    the copy. Either way the copy is made from `now`'s files, so they are its identity where
+    Spark reads the table from its files alone (not listed again: `inputFiles()` costs a Py4J
+    round trip a file, 0.4 s for RMAT 2^20's 1,618); where this statement found other files,
+    the copy is made and not kept."""
+    slot = ("pulled", _scope(ctx), table.key)
+    if slot in ctx.current:
+        return ctx.current[slot]
+    plan = table_df(ctx, table)
+    if table not in ctx.identities:
+        ctx.identities[table] = now if plan_reads(plan) == FILES else None
+    files = ctx.identities[table] if ctx.settings.base_keep else None
+    if files is None or files != now:
+        return pull(plan)
+    kept = _copies(ctx.spark)
+    with _KEEPING:
+        old = kept.get(slot)
+    # the kept copy holds the rows of `before`'s files (their sizes and mtimes unchanged) as
+    # Spark read them, and the table now is those files and new ones under the same plan
+    if (old is not None and before is not None and old.files == before and set(before) <= set(files)
+            and _same_plan(plan, old.plan)):
+        value = grow(old.value)
+        if value is not None:
+            log.info("recsql: pulled copy of %s grown by the rows of %d new file(s)", table,
+                     len(files) - len(before))
+            _keep(ctx, kept, slot, _Kept(value, plan, files))
+            ctx.current[slot] = value
+            return value
+    return _kept(ctx, slot, table, plan, pull)
 
 
 def _leave(kept: OrderedDict[tuple, _Kept], slot: tuple, old: _Kept) -> None:
