@@ -564,3 +564,66 @@ def test_appends_grow_the_kept_copy_of_the_table(spark, edges, caplog):
             assert {s.ran_on for s in refreshed.stats} == {"driver"}, kind
             assert rows(spark.table(view)) == oracle(data), (kind, view)
             assert (kind, _copy_read(caplog)) == (kind, how)
+
+
+def _staging_left(spark) -> list[str]:
+    """The directories a refresh stages its states in (`materialized._staging`) still there."""
+    location = spark.catalog.getDatabase(spark.catalog.currentDatabase()).locationUri
+    return [n for n in os.listdir(urlparse(location).path) if n.startswith(".recsql_staging_")]
+
+
+def test_a_base_changed_while_refreshing_leaves_the_previous_answer(spark, edges, caplog):
+    """A base's files re-checked before the switch, on the local disk first: what Spark skips
+    (hidden files, `_SUCCESS`) changes nothing, and the local check agrees with Spark's own
+    listing of the table (`inputFiles()`, the oracle); an append made while the refresh runs
+    (from its progress callback) fails it with RECSQL_MATERIALIZED_VIEW_BASE_CHANGED and leaves
+    the previous answer; the next refresh takes the append in (Dijkstra). Either way the
+    directory where the driver staged the state it finished is gone."""
+    from recsql.executor.state.bases import file_identity
+    from recsql.statements import materialized
+
+    rng = random.Random(31)
+    table, made = edges
+    data = random_edges(rng, 10, 14)
+    write(spark, table, data, "create")
+    view = create(spark, made, SSSP, table)
+    name = TableName.parse(table)
+    root = mv_storage.table_directory(spark, name.sql)
+    files = [list(f) for f in file_identity(spark.table(name.sql))[0]]
+
+    def spark_lists_the_same() -> bool:
+        spark.catalog.refreshTable(name.sql)
+        return [list(f) for f in file_identity(spark.table(name.sql))[0]] == files
+
+    assert materialized._same_on_disk(root, files) and spark_lists_the_same()
+    for skipped in (".hidden", "_SUCCESS", "part-0.parquet._COPYING_"):
+        open(os.path.join(root, skipped), "w").close()
+        assert materialized._same_on_disk(root, files) and spark_lists_the_same(), skipped
+        os.remove(os.path.join(root, skipped))
+    first = urlparse(files[0][0]).path
+    os.utime(first, ns=(files[0][2] + 10**9, files[0][2] + 10**9))  # rewritten in place
+    assert not materialized._same_on_disk(root, files) and not spark_lists_the_same()
+    files = [list(f) for f in file_identity(spark.table(name.sql))[0]]
+    assert materialized._same_on_disk(root, files)
+    assert not materialized._same_on_disk(None, files)
+
+    first_append, second_append = random_edges(rng, 12, 3), random_edges(rng, 12, 3)
+    write(spark, table, first_append)
+    appended = []
+
+    def append(_stats):
+        if not appended:
+            write(spark, table, second_append)
+            appended.append(True)
+
+    before = rows(spark.table(view))
+    with pytest.raises(RecSQLError) as failed:
+        recsql.refresh(view, spark=spark, progress=append)
+    assert appended and failed.value.condition == "RECSQL_MATERIALIZED_VIEW_BASE_CHANGED"
+    assert rows(spark.table(view)) == before == sssp_oracle(data)
+    assert not _staging_left(spark)
+    with caplog.at_level(logging.INFO, logger="recsql.executor.endgame.seeded"):
+        recsql.refresh(view, spark=spark)
+    assert any("staged as a parquet file" in r.getMessage() for r in caplog.records)
+    assert rows(spark.table(view)) == sssp_oracle(data + first_append + second_append)
+    assert not _staging_left(spark)
