@@ -30,12 +30,12 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
 from sqlglot import exp
 
+from recsql.executor.endgame.parquet_files import as_written, local, write_parquet
 from recsql.executor.loop.spark_sql import from_spark_error, quiet_pyspark_error_logs
 from recsql.planner.names import TableName
 from recsql.statements.views import PART_LENGTH
@@ -153,25 +153,20 @@ def publish(spark: SparkSession, stored: Stored, *, replace: bool, sql: str) -> 
         raise from_spark_error(error, sql) from None
 
 
-def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> str | None:
+def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None,
+          staged: str | None = None) -> str | None:
     """Write `df` as the new managed parquet table `table`. Where `rows` holds df's rows as an
     Arrow table on the driver (the driver finished the fixpoint), df's columns are of
-    `ARROW_TYPES` and the table's directory is on a local file system, the driver writes them
+    `parquet_files.ARROW_TYPES` and the table's directory is on a local file system, the driver writes them
     there itself: the table is created empty (a catalog operation), its one parquet file
-    written under a hidden name and renamed into place. Else Spark writes df (a job that
+    written under a hidden name and renamed into place; or, where `staged` is a parquet file of
+    those rows the driver wrote already (`recsql.executor.endgame.seeded`), that file is
+    hard-linked into place (no row written again). Else Spark writes df (a job that
     serializes the rows again, about 1 s a table at RMAT 2^18). Either way the table is
     complete before the view points at it (`publish`). Returns the table's local directory
     where the driver wrote it there, else None."""
-    types = [ARROW_TYPES.get(f.dataType.typeName()) for f in df.schema.fields]
-    if rows is None or None in types:
-        df.write.saveAsTable(table, format="parquet")
-        return None
-    import pyarrow as pa
-
-    schema = pa.schema([pa.field(f.name, t) for f, t in zip(df.schema.fields, types)])
-    try:  # in the table's types (DuckDB may have widened a column)
-        rows = rows.rename_columns(schema.names).cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):  # never seen: Spark casts as it writes
+    written_rows = None if rows is None else as_written(rows, df.schema)
+    if written_rows is None:
         df.write.saveAsTable(table, format="parquet")
         return None
     columns = [exp.ColumnDef(this=exp.to_identifier(f.name, quoted=True),
@@ -182,10 +177,10 @@ def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> s
                             exp.FileFormatProperty(this=exp.Var(this="parquet"))]))
     spark.sql(create.sql("spark"))
     directory = _local_directory(spark, table)
-    written = directory and _write_parquet(directory, rows)
+    written = directory and (_linked(directory, staged) or write_parquet(directory, written_rows))
     # Spark lists the file where it was written (not so where Spark runs elsewhere, as a
     # Spark Connect server on another machine may, with a directory of that name here too)
-    if not written or [_local(f) for f in spark.table(table).inputFiles()] != [written]:
+    if not written or [local(f) for f in spark.table(table).inputFiles()] != [written]:
         if written:
             os.remove(written)
         df.write.insertInto(table)
@@ -193,39 +188,23 @@ def write(spark: SparkSession, table: str, df: DataFrame, rows: Any = None) -> s
     return directory
 
 
-# Spark types (by `typeName`) whose parquet files pyarrow writes as Spark reads them back
-ARROW_TYPES = {
-    "byte": "int8", "short": "int16", "integer": "int32", "long": "int64", "float": "float32",
-    "double": "float64", "string": "string", "boolean": "bool", "date": "date32",
-}
+def _linked(directory: str, staged: str | None) -> str | None:
+    """A hard link in `directory` to the `staged` parquet file (a link appears whole), under a
+    name of Spark's writer; None where there is none or it cannot be linked (another device)."""
+    if staged is None:
+        return None
+    path = os.path.join(directory, f"part-00000-{uuid.uuid4()}-c000.snappy.parquet")
+    try:
+        os.link(staged, path)
+    except OSError:
+        return None
+    return path
 
 
 def _local_directory(spark: SparkSession, table: str) -> str | None:
     """The directory of the new (empty) `table`'s files, where this machine has it."""
     path = table_directory(spark, table)
     return path if path and not os.listdir(path) else None
-
-
-def _write_parquet(directory: str, rows: Any) -> str:
-    """`rows` as one parquet file of `directory`, appearing whole: written under a name Spark
-    and DuckDB skip (a leading dot), then renamed (an atomic rename on one file system).
-    Returns the file's path."""
-    import pyarrow.parquet as pq
-
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    hidden, path = os.path.join(directory, f".{name}.writing"), os.path.join(directory, name)
-    try:
-        pq.write_table(rows, hidden, compression="snappy", use_dictionary=False)
-        os.replace(hidden, path)
-    finally:
-        if os.path.exists(hidden):
-            os.remove(hidden)
-    return path
-
-
-def _local(uri: str) -> str:
-    """A `file:` URI's path (Spark writes `file:/a/b`, or `file:///a/b`)."""
-    return urlparse(uri).path
 
 
 def link_bases(spark: SparkSession, table: str, bases: dict[str, list[str]],
@@ -245,8 +224,8 @@ def link_bases(spark: SparkSession, table: str, bases: dict[str, list[str]],
             folder = os.path.join(directory, _linked_folder(base))
             os.makedirs(folder, exist_ok=True)
             for i, path in enumerate(files):
-                link = os.path.join(folder, f"{i}-{os.path.basename(_local(path))}")
-                os.link(_local(path), link)
+                link = os.path.join(folder, f"{i}-{os.path.basename(local(path))}")
+                os.link(local(path), link)
                 made.append(link)
     except OSError:
         for link in made:
@@ -262,7 +241,7 @@ def linked_files(spark: SparkSession, table: str, base: str, files: list[str]) -
     if directory is None:
         return None
     folder = os.path.join(directory, _linked_folder(base))
-    links = [os.path.join(folder, f"{i}-{os.path.basename(_local(path))}") for i, path in enumerate(files)]
+    links = [os.path.join(folder, f"{i}-{os.path.basename(local(path))}") for i, path in enumerate(files)]
     return links if all(os.path.isfile(link) for link in links) else None
 
 
@@ -274,7 +253,7 @@ def table_directory(spark: SparkSession, table: str) -> str | None:
     """The local directory of `table`'s files, where this machine has it."""
     rows = spark.sql(f"DESCRIBE TABLE EXTENDED {table}").collect()
     location = next((r[1] or "" for r in rows if r[0] == "Location"), "")
-    path = _local(location) if location.startswith("file:") else None
+    path = local(location) if location.startswith("file:") else None
     return path if path and os.path.isdir(path) else None
 
 

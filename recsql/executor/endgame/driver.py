@@ -414,13 +414,17 @@ class _Driver:
             state = run.states[cte.key]
             names = self.names[cte.key]
             rows = self.arrow(names["all"], state.columns)
-            all_df = self.to_spark(rows, state.schema)
+            all_df = self.state_df(cte, rows, state.schema)
             contributors = None
             if isinstance(state, ContributorState):
                 schema = state.contributors.schema
                 contributors = self.to_spark(self.arrow(names["contrib"], schema.fieldNames()), schema)
             state.restore(all_df, None, 0, self.totals[cte.key], contributors, rows=rows)
         _phase("write_back", "end")
+
+    def state_df(self, cte: CTEPlan, rows: Any, schema: StructType) -> DataFrame:
+        """The finished state of `cte` (its Arrow `rows`) on Spark."""
+        return self.to_spark(rows, schema)
 
     def hand_back(self) -> None:
         """Put the states of the last complete iteration back on Spark, delta included, placed
