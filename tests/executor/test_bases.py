@@ -84,6 +84,45 @@ def test_a_cached_view_is_kept_until_it_is_replaced(spark, caplog, path):
     second.unpersist()
 
 
+@pytest.mark.parametrize("index", ["true", "false"])
+def test_a_cached_tables_copy_is_identified_as_the_table(spark, caplog, index):
+    # A cold statement's copy of a cached table counts the identity of its own rows in the job
+    # that fills it, instead of scanning the table for it first: the next statement, which scans
+    # the table, must find the same identity (NULLs, strings, doubles, odd names, a duplicate
+    # row), and a table whose rows then differ must not.
+    name = unique_name("edges_identified")
+    schema = "Src INT, Dst INT, Cost INT, `odd name` STRING, w DOUBLE"
+    rows = [(s, d, c, None if s % 2 else f"e{s}{d}", None if d % 3 else s / 3) for s, d, c in EDGES]
+    rows.append(rows[0])
+    first = spark.createDataFrame(rows, schema).cache()
+    first.createOrReplaceTempView(name)
+    loop = {**PATHS["spark_loop"], "spark.recsql.index.enabled": index}
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), True)
+    # the same plan's cache made again over other rows: only the identity tells
+    first.unpersist()
+    changed = [(s, d, c + 1, m, w) for s, d, c, m, w in rows]
+    second = spark.createDataFrame(changed, schema).cache()
+    second.createOrReplaceTempView(name)
+    plus_one = [(s, d, c + 1) for s, d, c in EDGES]
+    assert sssp(spark, name, caplog, loop) == (oracle(plus_one), False)
+    assert sssp(spark, name, caplog, loop) == (oracle(plus_one), True)
+    second.unpersist()
+
+
+def test_a_cached_table_that_cannot_be_hashed_is_run_and_never_kept(spark, caplog):
+    # a map column has no hash: the copy's job must not fail for its identity, and the copy is
+    # not kept (nothing tells the table's next rows apart)
+    name = unique_name("edges_map")
+    rows = [(s, d, c, {"k": s}) for s, d, c in EDGES]
+    table = spark.createDataFrame(rows, "Src INT, Dst INT, Cost INT, m MAP<STRING, INT>").cache()
+    table.createOrReplaceTempView(name)
+    loop = PATHS["spark_loop"]
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), False)
+    assert sssp(spark, name, caplog, loop) == (oracle(EDGES), False)
+    table.unpersist()
+
+
 # The negative cases run on the default path only: both kinds of copy pass the same check.
 def test_a_table_that_can_change_unseen_is_never_kept(spark, caplog):
     # no input files and not cached: its source (JDBC, say) could change behind the same plan

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
@@ -112,14 +113,17 @@ class GroupRun:
         if key not in self.ctx.bases:
             started = time.perf_counter()
             self.ctx.bases[key] = bases.partitioned(
-                self.ctx, table, columns, lambda plan: self.materialize_base(cte, plan, columns))
+                self.ctx, table, columns,
+                lambda plan, identify: self.materialize_base(cte, plan, columns, identify))
             self.base_seconds += time.perf_counter() - started
         return self.ctx.bases[key].df
 
-    def materialize_base(self, cte: CTEPlan, plan: DataFrame, columns: tuple[str, ...]) -> PartitionedBase:
+    def materialize_base(self, cte: CTEPlan, plan: DataFrame, columns: tuple[str, ...],
+                         identify: bool = False) -> PartitionedBase:
         """Cache the repartitioned base in Spark's columnar in-memory store, counting its rows per
-        partition (and its heavy keys with balancing on) in the one job that fills the cache
-        (cached rather than checkpointed: see `bases.py`)."""
+        partition (and its heavy keys with balancing on, and with `identify` the identity of its
+        rows: `bases.row_identity`) in the one job that fills the cache (cached rather than
+        checkpointed: see `bases.py`)."""
         sizes = [F.count_if(F.col(PARTITION) == k).alias(f"p{k}") for k in range(self.ctx.partitions)]
         keys = skew.base_metrics(plan.schema, tuple(columns), self.ctx.settings)
         stored = index.build(plan, columns) if self.ctx.settings.index_enabled else None
@@ -131,9 +135,18 @@ class GroupRun:
             # sorted by the join columns, so that the cache's per-batch key ranges let a tiny
             # delta skip most of the copy (lookup.py)
             cached = plan.sortWithinPartitions(*columns).persist()
+        counted, sums = cached, []
+        if identify:
+            try:  # analysed now (Spark Connect analyses lazily): a map column cannot be hashed
+                counted = bases.hashed(cached, keep=True)
+                counted.schema  # noqa: B018
+                sums = [F.expr(sum_) for sum_ in bases.HASH_SUMS]
+            except PySparkException:
+                counted = cached
         with spark_job(cte, 0):
-            counts = aggregate(with_partition(cached), [*sizes, *keys])
+            counts = aggregate(with_partition(counted), [*sizes, *keys, *sums])
         partitioned = PartitionedBase(cached, index=stored)
+        partitioned.identity = bases.rows_identity(counts) if sums else None
         partitioned.partition_rows = [counts[f"p{k}"] for k in range(self.ctx.partitions)]
         partitioned.top_keys = skew.as_keys(counts.get("skew_top"))
         return partitioned

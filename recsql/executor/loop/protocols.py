@@ -32,6 +32,8 @@ class PartitionedBase:
     index: DataFrame | None = None
     # (column, key column) -> whether every value of the column is a key (`keybound.contained`)
     contained: dict[tuple[str, str], bool] = field(default_factory=dict)
+    # its rows' identity (`bases.row_identity`), where the job that filled it was asked to count it
+    identity: list[tuple[Any, ...]] | None = None
 
     @property
     def rows(self) -> int | None:

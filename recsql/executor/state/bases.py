@@ -96,18 +96,22 @@ def _copies(spark: SparkSession) -> OrderedDict[tuple, _Kept]:
 
 
 def partitioned(ctx: Context, table: TableName, columns: tuple[str, ...],
-                build: Callable[[DataFrame], PartitionedBase]) -> PartitionedBase:
+                build: Callable[[DataFrame, bool], PartitionedBase]) -> PartitionedBase:
     """`table` hash-partitioned by `columns` into the statement's partitions: a copy kept from an
     earlier statement if its input is unchanged, else the one `build` materializes from the
-    repartitioned table, kept for later statements where that is safe."""
+    repartitioned table, kept for later statements where that is safe. `build(plan, True)` also
+    identifies the copy's rows (`PartitionedBase.identity`, as `row_identity` would the table's)
+    in the job that fills it: a cached table with no kept copy to compare is then not scanned
+    for its identity first."""
     plan = table_df(ctx, table).repartition(ctx.partitions, *columns)
     if not _local_master(ctx.spark):  # a cluster can lose the blocks between statements
-        return build(plan)
+        return build(plan, False)
     # the heavy-key watch observes a copy's top keys only when it is on; the index is the copy
     # when it is on (index.py)
     slot = ("partitioned", _scope(ctx), *base_key(table, columns), ctx.partitions,
             ctx.settings.skew_enabled, ctx.settings.index_enabled)
-    return _kept(ctx, slot, table, plan, build)
+    return _kept(ctx, slot, table, plan, lambda p: build(p, False),
+                 lambda p: (copy := build(p, True), copy.identity))
 
 
 def pulled(ctx: Context, table: TableName, pull: Callable[[DataFrame], Any]) -> Any:
@@ -163,15 +167,27 @@ def _scope(ctx: Context) -> tuple[str, str]:
 
 
 def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
-          build: Callable[[DataFrame], Any] | None) -> Any:
+          build: Callable[[DataFrame], Any] | None,
+          identified: Callable[[DataFrame], tuple[Any, list[tuple[Any, ...]] | None]] | None = None) -> Any:
     """The copy kept in `slot` if `plan` is unchanged since it was made, else what `build`
-    makes of `plan` (kept if it is safe to), or None without `build`."""
+    makes of `plan` (kept if it is safe to), or None without `build`. `identified` makes the
+    copy and the identity of its rows at once: where no copy is kept to compare and the table
+    is identified by its rows, the table is not scanned for them (a cold statement's copy of a
+    cached table read it twice: RMAT 2^20 CC, benchmarks/FINDINGS.md)."""
     if ctx.settings.base_keep == 0:
         return None if build is None else build(plan)
     kept = _copies(ctx.spark)
-    files = _identity(ctx, table)
     with _KEEPING:
         old = kept.get(slot)
+    if old is None and identified is not None and table not in ctx.identities:
+        files = _identity(ctx, table, scan=False)
+        if files == [(ROWS,)]:
+            value, files = identified(plan)
+            ctx.identities[table] = files
+            if files is not None:
+                _keep(ctx, kept, slot, _Kept(value, plan, files))
+            return value
+    files = _identity(ctx, table)
     if old is not None and files is not None and old.files == files and _same_plan(plan, old.plan):
         log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
         with _KEEPING:
@@ -254,7 +270,7 @@ def row_count(ctx: Context, table: TableName) -> int | None:
     return found[0][1] if found and found[0][0] == ROWS else None
 
 
-def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
+def _identity(ctx: Context, table: TableName, scan: bool = True) -> list[tuple[Any, ...]] | None:
     """What tells `table`'s rows apart from their earlier versions (once per statement), by what
     its physical plan reads (`plan_reads`):
     - a cache anywhere in it: the row count and two sums of its rows' hashes, one scan of the
@@ -265,7 +281,9 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
     - anything else (a JDBC source, files elsewhere, an RDD): None, never kept; also None for
       rows that cannot be hashed (a map column).
     A cached table has no cheaper sound proof in Spark's public API, and counting it in the scan
-    that pulls the rows saved nothing (benchmarks/FINDINGS.md, "Identifying a cached table")."""
+    that pulls the rows saved nothing (benchmarks/FINDINGS.md, "Identifying a cached table").
+    With `scan` False, a table identified by its rows is not scanned: `[(ROWS,)]` says so, and
+    nothing is recorded (the caller identifies the rows it reads anyway)."""
     if table not in ctx.identities:
         df = table_df(ctx, table)
         files, local = file_identity(df)
@@ -278,6 +296,8 @@ def _identity(ctx: Context, table: TableName) -> list[tuple[Any, ...]] | None:
         if reads == FILES:
             identity = files
         elif reads == CACHE:
+            if not scan:
+                return [(ROWS,)]
             identity = row_identity(df, table.sql)
         ctx.identities[table] = identity
     return ctx.identities[table]
@@ -290,17 +310,30 @@ def row_identity(df: DataFrame, label: str) -> list[tuple[Any, ...]] | None:
     as BIGINT, 31-bit values cannot overflow below 2^32 rows (a DECIMAL sum doubled the scan).
     Written as SQL expressions: the same plan, built in 14 Py4J calls where `functions`' column
     objects took 167 (benchmarks/FINDINGS.md, "A warm SSSP at RMAT 2^16, fourth pass")."""
-    columns = ", ".join("`" + c.replace("`", "``") + "`" for c in df.columns)
     try:
-        row = df.selectExpr(f"xxhash64({columns}) AS h").selectExpr(
-            "count(1) AS n", "bit_xor(h) AS x", f"sum(h & {LOW_BITS}) AS s").first()
+        row = hashed(df).selectExpr(*HASH_SUMS).first()
     except PySparkException as error:
         log.debug("recsql: %s cannot be identified by its rows: %s", label, error)
         return None
-    return [(ROWS, row["n"], row["x"], row["s"])] if row is not None else None
+    return rows_identity(row.asDict()) if row is not None else None
 
 
-LOW_BITS = (1 << 31) - 1
+def hashed(df: DataFrame, keep: bool = False) -> DataFrame:
+    """`df`'s rows' 64-bit hashes (`HASH`), after `df`'s own columns if `keep`: what
+    `HASH_SUMS` sum up. Raises where a column cannot be hashed (a map)."""
+    columns = ", ".join("`" + c.replace("`", "``") + "`" for c in df.columns)
+    return df.selectExpr(*(["*"] if keep else []), f"xxhash64({columns}) AS {HASH}")
+
+
+def rows_identity(sums: dict) -> list[tuple[Any, ...]]:
+    """The identity `row_identity` makes of `HASH_SUMS`' values."""
+    return [(ROWS, sums["__rq_n"], sums["__rq_x"], sums["__rq_s"])]
+
+
+HASH = "__rq_h"
+HASH_SUMS = ("count(1) AS __rq_n", f"bit_xor({HASH}) AS __rq_x", f"sum({HASH} & {(1 << 31) - 1}) AS __rq_s")
+
+
 CACHE, FILES, OTHER = "cache", "files", "other"
 _EXPLAINING = threading.Lock()
 # the leaves of a physical plan whose rows change only with their files (a file source's scan)
