@@ -160,7 +160,7 @@ def run(options: Options, source: script.Source | None, reporter: Reporter) -> i
     try:
         with _errors_reported(reporter, options.verbose):
             spark = start(options, reporter)
-            _watch_interrupts()
+            _INTERRUPTS.watch(spark)
             runner = make_runner(options, spark, reporter)
             for path in options.init:
                 runner.run_source(script.from_file(path), show=False)
@@ -170,6 +170,7 @@ def run(options: Options, source: script.Source | None, reporter: Reporter) -> i
                 runner.run_source(source, sink=make_sink(options))
             draw_plot(options, runner, reporter)
     except KeyboardInterrupt:
+        _INTERRUPTS.handled()
         failures.cancel_jobs(spark)
         reporter.error("Interrupted: the running Spark jobs were cancelled")
         return failures.INTERRUPTED
@@ -178,23 +179,59 @@ def run(options: Options, source: script.Source | None, reporter: Reporter) -> i
     return failures.OK
 
 
-_INTERRUPTED = threading.Event()
+class _Interrupts:
+    """Ctrl-C while a statement runs.
 
+    pyspark's own SIGINT handler calls cancelAllJobs() inside the handler, on the main thread's
+    Py4J connection, which is most often in the middle of a call waiting for a job: the read is
+    re-entered, the cancel fails ("reentrant call", then a Py4JError) and the job runs on. And a
+    KeyboardInterrupt raised where Python drops exceptions (a weakref callback or `__del__`, which
+    Py4J's objects run at any allocation) is lost: the statement would go on, iteration after
+    iteration. So the handler only raises, and a thread of its own (its own Py4J connection)
+    cancels the session's jobs, again every half second until the statement has unwound: whatever
+    the interrupt hit, the statement's next Spark job fails, and that failure reads as the
+    interrupt."""
 
-def _watch_interrupts() -> None:
-    """Remember that Ctrl-C arrived, then let the handler in place (pyspark's cancels the jobs)
-    do its work. Installed after the session starts, since pyspark installs its own."""
-    if threading.current_thread() is not threading.main_thread():
-        return
-    previous = signal.getsignal(signal.SIGINT)
+    def __init__(self) -> None:
+        self.spark: SparkSession | None = None
+        self.unwound: threading.Event | None = None  # set once the interrupted statement unwound
+        self.canceller: threading.Thread | None = None
 
-    def handler(signum, frame):
-        _INTERRUPTED.set()
-        if callable(previous):
-            return previous(signum, frame)
+    def watch(self, spark: SparkSession) -> None:
+        """Installed after the session starts, since pyspark installs its handler then."""
+        if threading.current_thread() is threading.main_thread():
+            self.spark = spark
+            signal.signal(signal.SIGINT, self._handler)
+
+    @property
+    def pending(self) -> bool:
+        return self.unwound is not None
+
+    def handled(self) -> None:
+        """The interrupted statement has unwound: stop cancelling, the next one may run."""
+        if self.unwound is not None and self.canceller is not None:
+            self.unwound.set()
+            # a cancel still on its way to Spark would hit the next statement's jobs
+            self.canceller.join()
+            self.unwound = self.canceller = None
+
+    def _handler(self, signum, frame) -> None:
+        if self.unwound is None:
+            self.unwound = threading.Event()
+            self.canceller = threading.Thread(target=self._cancel_until, args=(self.spark, self.unwound),
+                                              name="recsql-cancel", daemon=True)
+            self.canceller.start()
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGINT, handler)
+    @staticmethod
+    def _cancel_until(spark: SparkSession | None, unwound: threading.Event) -> None:
+        while True:
+            failures.cancel_jobs(spark)
+            if unwound.wait(0.5):
+                return
+
+
+_INTERRUPTS = _Interrupts()
 
 
 class _Failed(Exception):
@@ -208,8 +245,9 @@ def _errors_reported(reporter: Reporter, verbose: bool) -> Iterator[None]:
     except (KeyboardInterrupt, click.ClickException, click.exceptions.Exit):
         raise
     except Exception as error:  # noqa: BLE001 - every failure is reported, spark-sql style
-        if _INTERRUPTED.is_set():
-            # Ctrl-C inside a Py4J call can surface as a Py4JError instead of KeyboardInterrupt.
+        if _INTERRUPTS.pending:
+            # Ctrl-C inside a Py4J call can surface as a Py4JError instead of KeyboardInterrupt,
+            # and a cancelled job as a failed one.
             raise KeyboardInterrupt from None
         reporter.error(failures.render(error, verbose))
         raise _Failed() from None
@@ -242,6 +280,7 @@ def make_sink(options: Options) -> Sink | None:
 
 def interact(runner: ScriptRunner, spark: SparkSession, reporter: Reporter, options: Options) -> None:
     def run_text(text: str) -> None:
+        _INTERRUPTS.handled()  # a Ctrl-C at the prompt interrupted no statement
         try:
             with _errors_reported(reporter, options.verbose):
                 runner.run_source(script.from_text(text))
@@ -249,6 +288,7 @@ def interact(runner: ScriptRunner, spark: SparkSession, reporter: Reporter, opti
             pass
 
     def interrupted() -> None:
+        _INTERRUPTS.handled()
         failures.cancel_jobs(spark)
         reporter.error("Interrupted: the running Spark jobs were cancelled")
 

@@ -22,7 +22,7 @@ from rich.console import Console
 
 import recsql
 from recsql import IterationStats
-from recsql.cli import cli, failures, output, plot, shell
+from recsql.cli import app, cli, failures, output, plot, shell
 from recsql.cli.progress import Reporter
 from recsql.cli.script import rewrite_paths
 from recsql.cli.tables import has_header, parse_spec
@@ -482,6 +482,38 @@ def test_executable_no_java_stops_before_spark(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith("[RECSQL_JAVA_NOT_FOUND] Spark needs Java 17+")
     assert "JAVA_GATEWAY_EXITED" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.timeout(180)
+def test_an_interrupt_python_dropped_still_stops_the_statement(session_spark):
+    """A KeyboardInterrupt raised where Python drops exceptions (a weakref callback, `__del__`)
+    is lost; the cancel thread the handler started still fails the statement's next Spark job,
+    and once the statement has unwound the next one runs untouched."""
+    interrupts = app._Interrupts()
+    interrupts.spark = session_spark  # not watch(): pytest's own SIGINT handler stays
+    try:
+        interrupts._handler(signal.SIGINT, None)
+    except KeyboardInterrupt:
+        pass  # lost where it was raised
+    assert interrupts.pending
+    with pytest.raises(Exception, match="(?i)cancel"):  # hours of work if nothing cancelled it
+        session_spark.range(10**13).selectExpr("sum(id * 7 % 3)").collect()
+    interrupts.handled()
+    assert not interrupts.pending
+    assert session_spark.range(5).selectExpr("sum(id)").collect()[0][0] == 10
+
+
+def test_after_an_interrupt_the_shells_next_failure_reads_as_itself(session_spark, capsys):
+    """The shell goes on after a Ctrl-C: its next statement's error is that error, not
+    "Interrupted"."""
+    interrupts = app._INTERRUPTS
+    interrupts.spark = session_spark
+    with pytest.raises(KeyboardInterrupt):
+        interrupts._handler(signal.SIGINT, None)
+    interrupts.handled()
+    with pytest.raises(app._Failed), app._errors_reported(Reporter(silent=False, verbose=False), False):
+        raise recsql.RecSQLError("the statement's own failure")
+    assert "the statement's own failure" in capsys.readouterr().err
 
 
 def test_executable_ctrl_c_exits_130_and_leaves_no_file(tmp_path):
