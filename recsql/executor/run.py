@@ -71,26 +71,14 @@ class Executor:
 
     def execute(self, analysed: AnalysedPlan, start: GroupStart = GroupRun) -> Evaluated:
         """The answer of `analysed`, with its statistics and recursive states; `start` makes
-        each recursive group's run. A copy kept of a cached table is read while the table's
-        identity scan runs beside the statement (`bases.prove`); where the scan finds the table
-        changed, the statement runs again with the identities found, making the copy anew."""
-        try:
-            return self._execute(analysed, start, speculate=True)
-        except bases.StaleCopy as stale:
-            return self._execute(analysed, start, identities=stale.identities)
-
-    def _execute(self, analysed: AnalysedPlan, start: GroupStart, speculate: bool = False,
-                 identities: dict[TableName, Any] | None = None) -> Evaluated:
+        each recursive group's run."""
         plan = analysed.plan
         with cancellable(self.spark, "run"), self.iteration_settings(), quiet_pyspark_error_logs():
             ctx = self.context(plan)
-            ctx.identities.update(identities or {})
             try:
                 recovery = Recovery.for_statement(self.spark, self.settings, plan, self.args,
                                                   self.frames, self.resume)
                 ctx.guard = recovery.guard
-                # checkpoints a later statement resumes from must not be made from a stale copy
-                ctx.speculate = speculate and not recovery.enabled
                 stats: list[IterationStats] = []
                 states: dict[str, tuple[DataFrame, int]] = {}
                 rows: dict[str, Any] = {}
@@ -105,11 +93,9 @@ class Executor:
                                  if (made := state.rows_on_driver()) is not None}
                     else:
                         stats += self.run_step(ctx, step, analysed)
-                bases.prove(ctx)
                 df = self.sql(final, ctx.env, plan.sql)
                 recovery.finish()
             finally:  # the states are checkpoints: the answer does not read the base copies
-                bases.settle(ctx)
                 bases.release(ctx)
         return Evaluated(df, stats, states, rows)
 

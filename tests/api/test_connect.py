@@ -139,41 +139,6 @@ def test_a_cached_table_over_connect_is_kept_until_it_changes(connect, caplog):
     second.unpersist()
 
 
-def test_a_cached_tables_partitioned_copy_over_connect_is_proven_beside_the_statement(connect, caplog):
-    """On the Spark loop, a later statement reads the kept copy while the cached table's identity
-    scan runs on a thread of its own (`bases._Proof`; Connect's session is used from two
-    threads). After an INSERT re-makes the cache under the same plan, the scan finds the change
-    and the statement runs again over a new copy."""
-    import logging
-
-    def sssp(edges):
-        caplog.clear()
-        with caplog.at_level(logging.INFO, logger="recsql.executor.state.bases"):
-            rows = recsql.sql(
-                "WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT p_edge.Dst, "
-                "path.Cost + p_edge.Cost FROM path, p_edge WHERE path.Dst = p_edge.Src) "
-                "SELECT Dst, Cost FROM path", spark=connect, conf=SPARK_LOOP).collect()
-        graph = nx.DiGraph()
-        graph.add_weighted_edges_from(edges)
-        assert sorted(tuple(r) for r in rows) == sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
-        said = [r.getMessage() for r in caplog.records]
-        return (any("kept from an earlier statement" in m for m in said),
-                any("was stale: run again" in m for m in said))
-
-    connect.createDataFrame(EDGES, "Src INT, Dst INT, Cost INT").write.saveAsTable("p_edge")
-    connect.sql("CACHE TABLE p_edge")
-    try:
-        assert sssp(EDGES) == (False, False)
-        assert sssp(EDGES) == (True, False)
-        connect.sql("INSERT INTO p_edge VALUES (1, 5, 1)")
-        changed = [*EDGES, (1, 5, 1)]
-        assert sssp(changed) == (False, True)
-        assert sssp(changed) == (True, False)
-    finally:
-        connect.sql("UNCACHE TABLE IF EXISTS p_edge")
-        connect.sql("DROP TABLE IF EXISTS p_edge")
-
-
 def test_a_file_table_over_connect_is_kept_by_its_files(connect, caplog, tmp_path):
     """Over Connect a table of parquet files is kept by its files: its plan is read from what
     `explain()` prints (`bases.plan_reads`), which a remote session prints too."""

@@ -62,9 +62,6 @@ class Context:
     scope: tuple[str, str] | None = None  # the current catalog and schema (bases.py), read once
     # kept copy slot -> the copy, found current (or made) this statement (bases.py), checked once
     current: dict[tuple, Any] = field(default_factory=dict)
-    # whether a kept copy of a cached table may be read while its identity scan runs beside the
-    # statement (bases.py, `_Proof`): the statement then runs again if the scan finds it stale
-    speculate: bool = False
     # the partial aggregates' fast hash map as last sized for an iteration (action.py), or None
     # where the session sets it itself
     aggregate_map_bits: int | None = None

@@ -56,7 +56,6 @@ from urllib.parse import urlparse
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.util import InheritableThread
 
 from recsql.executor.loop.protocols import Context, PartitionedBase
 from recsql.planner.model import base_key
@@ -188,16 +187,6 @@ def _kept(ctx: Context, slot: tuple, table: TableName, plan: DataFrame,
             if files is not None:
                 _keep(ctx, kept, slot, _Kept(value, plan, files))
             return value
-    if (old is not None and slot[0] == "partitioned" and ctx.speculate and table not in ctx.identities
-            and old.files and old.files[0][0] == ROWS and _identity(ctx, table, scan=False) == [(ROWS,)]
-            and _same_plan(plan, old.plan)):
-        # the Spark loop reads the kept copy while the cached table's identity scan runs beside
-        # it: proven before the answer leaves (`prove`)
-        ctx.identities[table] = _Proof(ctx, table, old.files)
-        with _KEEPING:
-            if kept.get(slot) is old:
-                kept.move_to_end(slot)
-        return old.value
     files = _identity(ctx, table)
     if old is not None and files is not None and old.files == files and _same_plan(plan, old.plan):
         log.info("recsql: %s copy of %s kept from an earlier statement", slot[0], table)
@@ -244,8 +233,6 @@ def grown(ctx: Context, table: TableName, before: list[tuple[Any, ...]] | None, 
     if slot in ctx.current:
         return ctx.current[slot]
     plan = table_df(ctx, table)
-    if isinstance(ctx.identities.get(table), _Proof):
-        _identity(ctx, table)
     if table not in ctx.identities:
         ctx.identities[table] = now if plan_reads(plan) == FILES else None
     files = ctx.identities[table] if ctx.settings.base_keep else None
@@ -297,13 +284,6 @@ def _identity(ctx: Context, table: TableName, scan: bool = True) -> list[tuple[A
     that pulls the rows saved nothing (benchmarks/FINDINGS.md, "Identifying a cached table").
     With `scan` False, a table identified by its rows is not scanned: `[(ROWS,)]` says so, and
     nothing is recorded (the caller identifies the rows it reads anyway)."""
-    found = ctx.identities.get(table)
-    if isinstance(found, _Proof):
-        ctx.identities[table] = found.result()
-        if ctx.identities[table] != found.expected:
-            log.info("recsql: the partitioned copy of %s read by the statement was stale: run again", table)
-            raise StaleCopy(ctx.identities)
-        log.info("recsql: partitioned copy of %s kept from an earlier statement", table)
     if table not in ctx.identities:
         df = table_df(ctx, table)
         files, local = file_identity(df)
@@ -321,59 +301,6 @@ def _identity(ctx: Context, table: TableName, scan: bool = True) -> list[tuple[A
             identity = row_identity(df, table.sql)
         ctx.identities[table] = identity
     return ctx.identities[table]
-
-
-class StaleCopy(Exception):  # noqa: N818 - a signal, not an error the user sees
-    """A copy kept from an earlier statement was read while its cached table's identity scan ran
-    (`_Proof`), and the scan found other rows: the statement runs again from the start, with the
-    identities found (`identities`), where the copy is made anew (`Executor.execute`)."""
-
-    def __init__(self, identities: dict[TableName, Any]) -> None:
-        super().__init__("a kept base copy's table changed")
-        self.identities = {t: i for t, i in identities.items() if not isinstance(i, _Proof)}
-
-
-class _Proof:
-    """`row_identity` of a cached table, run on a thread of its own (a Spark job beside the
-    statement's), and the identity of the copy kept of it, which the statement reads meanwhile."""
-
-    def __init__(self, ctx: Context, table: TableName, expected: list[tuple[Any, ...]]) -> None:
-        self.expected = expected
-        self.found: list[tuple[Any, ...]] | None = None
-        self.error: BaseException | None = None
-        df = table_df(ctx, table)
-        # inherits the statement's job tags, so that Ctrl-C interrupts its job too (`cancellable`)
-        self.thread = InheritableThread(self._run, args=(df, table.sql), session=ctx.spark)
-        self.thread.daemon = True
-        self.thread.start()
-
-    def _run(self, df: DataFrame, label: str) -> None:
-        try:
-            self.found = row_identity(df, label)
-        except BaseException as error:  # noqa: BLE001 - raised where the statement waits for it
-            self.error = error
-
-    def result(self) -> list[tuple[Any, ...]] | None:
-        self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return self.found
-
-
-def prove(ctx: Context) -> None:
-    """Wait for the identity scans of the kept copies the statement read before they ended
-    (`_Proof`): `StaleCopy` where one found its table changed."""
-    for table, found in list(ctx.identities.items()):
-        if isinstance(found, _Proof):
-            _identity(ctx, table)
-
-
-def settle(ctx: Context) -> None:
-    """Wait for the statement's identity scans still running (a statement that failed leaves
-    no job behind), whatever they find."""
-    for found in list(ctx.identities.values()):
-        if isinstance(found, _Proof):
-            found.thread.join()
 
 
 def row_identity(df: DataFrame, label: str) -> list[tuple[Any, ...]] | None:
