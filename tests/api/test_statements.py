@@ -274,13 +274,12 @@ def _wide_oracle(n: int) -> set[tuple[int, int]]:
 
 @pytest.mark.usefixtures("spark_loop")
 @pytest.mark.parametrize("session, seen", [(None, ["16", "17"]), ("15", ["15", "15"])])
-def test_iterations_size_the_aggregate_map_for_their_relation_unless_the_session_sets_it(spark, session, seen):
+def test_iterations_size_the_aggregate_map_for_their_relation_unless_the_session_sets_it(spark, view, session,
+                                                                                       seen):
     # the partial aggregates' fast hash map holds twice the relation's rows from 2^15 rows on
     # (action.py): the base step's 40,000 rows take iteration 1 to 2^17; a session's own value stays
     n = 40_000
-    # a range, not 40,000 rows made in Python and sent as a local relation (a quarter of the
-    # statement's CPU, measured warm)
-    spark.range(n).createOrReplaceTempView("nums")
+    view("nums", [(i,) for i in range(n)], "id BIGINT")
     if session is not None:
         spark.conf.set(AGGREGATE_MAP, session)
     try:
@@ -292,7 +291,6 @@ def test_iterations_size_the_aggregate_map_for_their_relation_unless_the_session
         assert spark.conf.get(AGGREGATE_MAP, None) == session  # restored, or left unset
     finally:
         spark.conf.unset(AGGREGATE_MAP)
-        spark.catalog.dropTempView("nums")
 
 
 @pytest.mark.usefixtures("spark_loop")
