@@ -72,26 +72,31 @@ def test_sssp_predecessors_over_connect(connect, conf):
     assert sorted(tuple(r) for r in df.collect()) == expected
 
 
-@pytest.mark.parametrize("conf", [{}, SPARK_LOOP], ids=["default", "spark-loop"])
-def test_qualified_table_over_connect(connect, conf):
-    """A schema-qualified table (dbt's `{{ ref() }}`) in a recursive branch, and a missing one."""
+@pytest.fixture(scope="module")
+def qualified_edges(connect):
+    """EDGES as the parquet table `connect_names.edges`, written once for the tests that only read
+    it (a table written and a schema dropped cost more than the statement reading them)."""
     connect.sql("CREATE SCHEMA IF NOT EXISTS connect_names")
     connect.createDataFrame(EDGES, "src INT, dst INT, cost INT").write.mode("overwrite") \
         .format("parquet").saveAsTable("connect_names.edges")
+    yield
+    connect.sql("DROP SCHEMA connect_names CASCADE")
+
+
+@pytest.mark.parametrize("conf", [{}, SPARK_LOOP], ids=["default", "spark-loop"])
+def test_qualified_table_over_connect(connect, qualified_edges, conf):
+    """A schema-qualified table (dbt's `{{ ref() }}`) in a recursive branch, and a missing one."""
     query = ("WITH recursive path (Dst, min() AS Cost) AS (SELECT 1, 0) UNION (SELECT e.dst, "
              "path.Cost + e.cost FROM path, `connect_names`.`edges` AS e WHERE path.Dst = e.src) "
              "SELECT Dst, Cost FROM path")
     graph = nx.DiGraph()
     graph.add_weighted_edges_from(EDGES)
     expected = sorted(nx.single_source_dijkstra_path_length(graph, 1).items())
-    try:
-        assert sorted(tuple(r) for r in recsql.sql(query, spark=connect, conf=conf).collect()) == expected
-        with pytest.raises(recsql.RecSQLError) as info:
-            recsql.sql(query.replace("`edges`", "`edgez`"), spark=connect).collect()
-        assert info.value.condition == "TABLE_OR_VIEW_NOT_FOUND" and info.value.line == 1
-        assert "`connect_names`.`edgez`" in info.value.message
-    finally:
-        connect.sql("DROP SCHEMA connect_names CASCADE")
+    assert sorted(tuple(r) for r in recsql.sql(query, spark=connect, conf=conf).collect()) == expected
+    with pytest.raises(recsql.RecSQLError) as info:
+        recsql.sql(query.replace("`edges`", "`edgez`"), spark=connect, conf=conf).collect()
+    assert info.value.condition == "TABLE_OR_VIEW_NOT_FOUND" and info.value.line == 1
+    assert "`connect_names`.`edgez`" in info.value.message
 
 
 def test_connected_components_over_connect_match_networkx(connect):
@@ -186,13 +191,13 @@ def test_state_partitions_over_connect_are_capped_at_one_per_task_slot(connect):
     iterations, so nothing else would coalesce 200)."""
     from pyspark.sql import functions as F
 
-    edges = [(i, i + 1) for i in range(12)]
-    connect.createDataFrame(edges, "Src INT, Dst INT").createOrReplaceTempView("chain_edge")
+    edges = [(0, i) for i in range(1, 13)]  # a star: 13 keys in two iterations (a chain took 13)
+    connect.createDataFrame(edges, "Src INT, Dst INT").createOrReplaceTempView("star_edge")
     connect.conf.set("spark.sql.shuffle.partitions", "200")
     try:
         result = recsql.run(
-            "WITH recursive reach (X) AS (SELECT 0) UNION (SELECT chain_edge.Dst FROM reach, chain_edge "
-            "WHERE reach.X = chain_edge.Src) SELECT X FROM reach",
+            "WITH recursive reach (X) AS (SELECT 0) UNION (SELECT star_edge.Dst FROM reach, star_edge "
+            "WHERE reach.X = star_edge.Src) SELECT X FROM reach",
             spark=connect, conf={"spark.recsql.endgame.enabled": "false"},
         )
         # the final query projects the state, so its rows stay in the state's partitions

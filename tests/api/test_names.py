@@ -108,24 +108,18 @@ def test_every_form_in_every_place(spark, catalog, use, form):
     assert rows(recsql.sql(QUERY.replace("{T}", reference), spark=spark)) == oracle(edges)
 
 
-@pytest.mark.parametrize("form", ["db.t", "quoted parts", "one quoted part", "USE db"])
-def test_forms_on_the_spark_loop(spark, spark_loop, catalog, use, form):
-    """Every iteration on Spark: the recursive branch's table is pre-partitioned and kept."""
-    reference, db, table = FORMS[form]
-    use(db)
-    edges = spark_reads(spark, reference)
-    assert rows(recsql.sql(QUERY.replace("{T}", reference), spark=spark)) == oracle(edges)
-
-
 @pytest.mark.parametrize("loop", [False, True], ids=["default", "spark loop"])
 def test_kept_copies_never_confuse_tables_of_one_name(spark, catalog, use, loop, request):
-    """The same statement text under two schemas, then `db.t` and the one-part `` `db.t` ``:
-    each reads its own table, never a copy kept (partitioned or pulled) for the other."""
+    """The same statement text under two schemas, then `db.t`, the one-part `` `db.t` `` and
+    `db.t` again in quoted parts: each reads its own table, never a copy kept (partitioned or
+    pulled) for the other. On the Spark loop (every iteration on Spark, the recursive branch's
+    table pre-partitioned and kept) these are the forms `USE db`, `db.t`, `one quoted part` and
+    `quoted parts` of `FORMS`."""
     if loop:
         request.getfixturevalue("spark_loop")
     for db, reference in [(DB, "roads e"), ("default", "roads e"), (DB, "roads e"),
                           ("default", f"{DB}.links e"), ("default", f"`{DB}.links` e"),
-                          ("default", f"{DB}.links e")]:
+                          ("default", f"`{DB}`.`links` AS e")]:
         use(db)
         edges = spark_reads(spark, reference)
         assert rows(recsql.sql(QUERY.replace("{T}", reference), spark=spark)) == oracle(edges), (db, reference)
