@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,6 +47,8 @@ class Evaluated:
     states: dict[str, tuple[DataFrame, int]]
     rows: dict[str, Any] = field(default_factory=dict)
 
+
+ADAPTIVE, SHUFFLE_PARTITIONS = "spark.sql.adaptive.enabled", "spark.sql.shuffle.partitions"
 
 # How a recursive group's run is made: a plain `GroupRun`, or one that starts elsewhere (a
 # materialized view's refresh continues a stored fixpoint: `executor/strategies/seeded.py`)
@@ -159,10 +163,7 @@ class Executor:
         configured = self.settings.partitions
         if configured:
             return configured
-        setting = self.spark.conf.get("spark.sql.shuffle.partitions", "200")
-        if setting is None:  # never with a default given; pyspark types get() as Optional regardless
-            raise AssertionError("spark.sql.shuffle.partitions has no value")
-        width = int(setting)
+        width = int(self.session_conf[SHUFFLE_PARTITIONS] or "200")  # unset: Spark's default
         slots = task_slots(self.spark) if width > 1 else None  # 1 is within the cap anywhere
         return min(width, slots) if slots else width
 
@@ -171,22 +172,46 @@ class Executor:
         iteration); the shuffle width is the state's partition count; the partial aggregates'
         fast hash map starts at Spark's size, and each iteration's action sizes it for its
         relation (`action.size_aggregate_map`) unless the session sets it. All are restored."""
-        settings = {"spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": str(self.partitions)}
+        settings = {ADAPTIVE: "false", SHUFFLE_PARTITIONS: str(self.partitions)}
         if self.sizes_aggregate_map:
             settings[AGGREGATE_MAP_BITS] = str(SPARK_MAP_BITS)
-        return overridden_conf(self.spark, settings)
+        return overridden_conf(self.spark, settings, known=self.session_conf)
 
     @cached_property
     def sizes_aggregate_map(self) -> bool:
         """Whether recsql sizes the partial aggregates' fast hash map: the session does not set it
         (read once, before the iterations' settings override it)."""
-        return self.spark.conf.get(AGGREGATE_MAP_BITS, None) is None
+        return self.session_conf[AGGREGATE_MAP_BITS] is None
+
+    @cached_property
+    def session_conf(self) -> dict[str, str | None]:
+        """The session's own values (None: unset) of the keys the iterations override, read once
+        per statement, before they are overridden: the partition count, the aggregate map's
+        sizing and the values restored afterwards all come from this one read."""
+        return {key: self.spark.conf.get(key, None)
+                for key in (ADAPTIVE, SHUFFLE_PARTITIONS, AGGREGATE_MAP_BITS)}
 
 
 def task_slots(spark: SparkSession) -> int | None:
     """How many tasks a local master runs at once (local[N]: N); None on a cluster, whose
     executors may still be registering or come and go with dynamic allocation, so that what it
-    has now is no bound on the statement's parallelism."""
+    has now is no bound on the statement's parallelism. Asked once per application
+    (`bases.owner`): the master and a local master's parallelism are fixed when it starts, and
+    the asking is three round trips to Spark (on Spark Connect, a job)."""
+    key = bases.owner(spark)
+    with _SLOTS_LOCK:
+        if key in _SLOTS:
+            return _SLOTS[key]
+    slots = _task_slots(spark)  # outside the lock: on Spark Connect a job
+    with _SLOTS_LOCK:
+        return _SLOTS.setdefault(key, slots)
+
+
+_SLOTS: weakref.WeakKeyDictionary[Any, int | None] = weakref.WeakKeyDictionary()
+_SLOTS_LOCK = threading.Lock()
+
+
+def _task_slots(spark: SparkSession) -> int | None:
     master = spark.conf.get("spark.master", None)
     if not master or not master.startswith("local"):
         return None

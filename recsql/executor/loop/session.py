@@ -101,9 +101,13 @@ def java_version(java: str) -> int | None:
 
 
 @contextlib.contextmanager
-def overridden_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """Set session conf keys for the duration of a run; restore (or unset) them afterwards."""
-    before = {key: spark.conf.get(key, None) for key in settings}
+def overridden_conf(spark: SparkSession, settings: dict[str, str],
+                    known: dict[str, str | None] | None = None) -> Iterator[None]:
+    """Set session conf keys for the duration of a run; restore (or unset) them afterwards.
+    `known`: the session's values of some of the keys (None: unset), already read by the
+    caller, so not asked for again (each read is a round trip to Spark)."""
+    known = known or {}
+    before = {key: known[key] if key in known else spark.conf.get(key, None) for key in settings}
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
