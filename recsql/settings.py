@@ -188,9 +188,10 @@ class Settings:
     @classmethod
     def read(cls, spark, overrides: dict[str, Any] | None = None) -> Settings:
         overrides = dict(overrides or {})
+        session = _session_values(spark)
         for suffix, replacement in REPLACED.items():
             key = PREFIX + suffix
-            if key in overrides or spark.conf.get(key, None) is not None:
+            if key in overrides or session(key) is not None:
                 raise RecSQLError(
                     f"{key} was removed; use {replacement}", condition="RECSQL_INVALID_SETTING")
         values = {}
@@ -198,7 +199,7 @@ class Settings:
             key = PREFIX + suffix
             raw = overrides.pop(key, None)
             if raw is None:
-                raw = spark.conf.get(key, None)
+                raw = session(key)
             if raw is None:
                 values[attr] = default
                 continue
@@ -216,3 +217,13 @@ class Settings:
                 condition="RECSQL_INVALID_SETTING",
             )
         return cls(**values)
+
+
+def _session_values(spark) -> Callable[[str], str | None]:
+    """How a key's value in the session is read (None: not set). A Spark Connect session sends
+    every key it has set in one RPC (`conf.getAll`) instead of one RPC per key. Classic pyspark
+    builds `getAll`'s dict over Py4J entry by entry, several times the round trips of reading
+    the keys one by one (benchmarks/FINDINGS.md, the tiny statement), so it reads them so."""
+    if type(spark).__module__.startswith("pyspark.sql.connect."):
+        return spark.conf.getAll.get
+    return lambda key: spark.conf.get(key, None)
