@@ -410,15 +410,31 @@ def test_same_answer_as_spark(spark, name, query, conf):
         [(f.name, f.dataType) for f in expected.schema.fields]
 
 
-@pytest.mark.parametrize("query", list(REFUSED_BY_SPARK.values()), ids=list(REFUSED_BY_SPARK))
-def test_refused_by_spark_is_refused_clearly(spark, query):
-    # the endless ones end at a low level limit on both sides, not after Spark's default 100 levels
-    spark.conf.set("spark.sql.cteRecursionLevelLimit", "20")
+# Why recsql refuses each of them: its own analysis, or Spark's level limit for the ones that
+# never end (a low one on both sides, 5 levels, not Spark's default 100: the same refusals at 20)
+REFUSED_AS = {
+    "intersect": "RECSQL_NO_BASE_BRANCH", "no_anchor": "RECSQL_NO_BASE_BRANCH",
+    "subquery_ref": "RECSQL_RECURSIVE_REFERENCE_IN_SUBQUERY",
+    "scalar_subquery_no_as": "RECSQL_RECURSIVE_REFERENCE_IN_SUBQUERY",
+    "aggregate_derived_table": "INVALID_RECURSIVE_REFERENCE.PLACE",
+    "aggregate_no_group": "RECSQL_RECURSION_NEVER_ENDS", "aggregate_projection": "RECSQL_RECURSION_NEVER_ENDS",
+    "window_term": "RECSQL_FORBIDDEN_IN_RECURSION", "right_of_anti_join": "RECSQL_NONMONOTONE_NEGATION",
+    **dict.fromkeys(["right_of_left_join", "aggregate_term", "max_recursion_level_reached",
+                     "order_limit_unbounded", "unbounded", "group_by_term", "left_of_right_join_no_filter",
+                     "right_of_semi_join"], "RECURSION_LEVEL_LIMIT_EXCEEDED"),
+}
+
+
+@pytest.mark.parametrize("name", list(REFUSED_BY_SPARK))
+def test_refused_by_spark_is_refused_clearly(spark, name):
+    query = REFUSED_BY_SPARK[name]
+    spark.conf.set("spark.sql.cteRecursionLevelLimit", "5")
     try:
         with pytest.raises(Exception):  # noqa: B017 - Spark refuses in its own ways (some via Py4J)
             spark.sql(query).collect()
-        with pytest.raises(RecSQLError):
+        with pytest.raises(RecSQLError) as error:
             recsql.sql(query, spark=spark, conf={"spark.recsql.maxIterations": 60}).collect()
+        assert error.value.condition == REFUSED_AS[name]
     finally:
         spark.conf.unset("spark.sql.cteRecursionLevelLimit")
 
@@ -436,11 +452,11 @@ COUNTER = ("WITH RECURSIVE r(level) AS (VALUES (0) UNION ALL SELECT level + 1 FR
            "SELECT * FROM r")
 
 
-@pytest.mark.parametrize("key, limit, n, condition", [
-    ("spark.sql.cteRecursionLevelLimit", 10, 9, None),
-    ("spark.sql.cteRecursionLevelLimit", 10, 10, "RECURSION_LEVEL_LIMIT_EXCEEDED"),
-    ("spark.sql.cteRecursionRowLimit", 10, 8, None),
-    ("spark.sql.cteRecursionRowLimit", 10, 9, "RECURSION_ROW_LIMIT_EXCEEDED"),
+@pytest.mark.parametrize("key, limit, n, condition", [  # each just within and just past its limit
+    ("spark.sql.cteRecursionLevelLimit", 4, 3, None),
+    ("spark.sql.cteRecursionLevelLimit", 4, 4, "RECURSION_LEVEL_LIMIT_EXCEEDED"),
+    ("spark.sql.cteRecursionRowLimit", 4, 2, None),
+    ("spark.sql.cteRecursionRowLimit", 4, 3, "RECURSION_ROW_LIMIT_EXCEEDED"),
 ])
 @pytest.mark.parametrize("conf", [{}, SPARK_LOOP], ids=["default", "spark_loop"])
 def test_sparks_recursion_limits_when_set(spark, key, limit, n, condition, conf):
