@@ -369,21 +369,18 @@ def _hashable(value):
     return tuple(value) if isinstance(value, list) else value
 
 
-# Queries whose default run never leaves the Spark loop (a level or row limit keeps every
-# iteration on Spark; two have no recursive step to run): a Spark-loop variant would run the very
-# same iterations again. Their default run checks they still run on Spark alone, so a change
-# that brings the driver in fails here, and their Spark-loop variant comes back.
+# Queries whose default run never leaves the Spark loop (a branch the driver cannot translate; two
+# have no recursive step to run): a Spark-loop variant would run the very same iterations again.
+# Their default run checks they still run on Spark alone, so a change that brings the driver in
+# fails here, and their Spark-loop variant comes back.
 ON_SPARK_ALONE = frozenset({
-    "anti_join_left_side", "cross_join_limit", "cycles_arrays", "distinct_term", "doc_graph_limit",
-    "doc_graph_reach", "doc_max_level", "except_all_in_union_all_term", "except_in_union_all_term",
-    "left_join_base", "left_join_left_side", "limit", "limit_over_nested_recursion",
-    "limit_over_union_all", "limit_projected", "limit_stops_row_growth",
-    "limited_reads_in_recursion", "max_recursion_level", "nested_in_with", "no_self_reference",
-    "nulls_limit", "one_row_subquery", "one_row_subquery_nulls", "rand_seeded", "randn_seeded",
-    "randstr_seeded", "right_join_right_side", "seeded_edges", "semi_join_left_side",
-    "shadows_outer_cte", "shuffle_seeded", "string", "string_functions", "two_anchors",
-    "two_ctes_in_term", "two_limited_reads", "uniform_seeded", "unused_columns_limit",
-    "uuid_seeded", "with_in_term", "with_in_term_star",
+    "anti_join_left_side", "cycles_arrays", "distinct_term", "doc_graph_reach",
+    "except_all_in_union_all_term", "except_in_union_all_term", "left_join_base", "left_join_left_side",
+    "limit_over_nested_recursion", "limit_stops_row_growth", "nested_in_with", "no_self_reference",
+    "one_row_subquery", "one_row_subquery_nulls", "rand_seeded", "randn_seeded", "randstr_seeded",
+    "right_join_right_side", "seeded_edges", "semi_join_left_side", "shadows_outer_cte", "shuffle_seeded",
+    "string", "string_functions", "two_anchors", "two_ctes_in_term", "uniform_seeded", "uuid_seeded",
+    "with_in_term", "with_in_term_star",
 })
 
 

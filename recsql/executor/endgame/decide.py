@@ -46,8 +46,7 @@ def applies(run: Loop, info: RunInfo) -> bool:
     settings = run.ctx.settings
     if not settings.endgame_enabled:
         return False
-    # Spark's limits and a LIMIT that ends the recursion are checked by the Spark loop
-    if info.disabled or run.spark_limits.active or run.group.row_target is not None:
+    if info.disabled:
         return False
     states = list(run.states.values())
     delta_rows = [s.delta_rows for s in states]
@@ -74,8 +73,6 @@ def applies_from_start(run: Loop, info: RunInfo) -> bool:
     relations once."""
     settings = run.ctx.settings
     if not settings.endgame_enabled or info.disabled:
-        return False
-    if run.spark_limits.active or run.group.row_target is not None:
         return False
     # a base row's sum/count contributor is identified by Spark's JSON of the row; the Spark base
     # step makes it, and the driver takes the fixpoint over after it

@@ -36,6 +36,7 @@ from recsql.executor.endgame.driver_sql import Untranslatable
 from recsql.executor.endgame.merges import Merge, Rounds, empty_table, merge_for, rounds_for
 from recsql.executor.endgame.translate import BranchSQL, duck_type, prepare, recode_contributors
 from recsql.executor.loop.action import spark_job
+from recsql.executor.loop.limits import recursion_ends
 from recsql.executor.loop.protocols import Loop
 from recsql.executor.loop.session import overridden_conf
 from recsql.executor.loop.stats import IterationStats
@@ -303,6 +304,8 @@ class _Driver:
             if self.outgrown():
                 return stats
         while any(self.deltas.values()):
+            if recursion_ends(run.group, run.spark_limits, iteration, self.deltas, self.totals):
+                return stats
             iteration += 1
             if iteration > self.settings.max_iterations:
                 run.fail_iteration_limit(iteration - 1, {c.name: self.deltas[c.key] for c in run.group.ctes})

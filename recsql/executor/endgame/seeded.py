@@ -88,8 +88,6 @@ def continue_on_driver(run: Loop, info: RunInfo, files: SeedFiles) -> bool:
     settings = run.ctx.settings
     if not settings.endgame_enabled or any(c.summing for c in run.group.ctes):
         return False
-    if run.spark_limits.active or run.group.row_target is not None:
-        return False
     # the stored state alone over the budget: not even read (the tables are checked once read)
     info.budget = driver_budget(settings.endgame_driver_memory, available_memory())
     state = sum(files.rows[key] * row_bytes(s.schema) for key, s in run.states.items())

@@ -21,7 +21,7 @@ from recsql.executor import endgame
 from recsql.executor.analysis.stage import check_width, with_contributor
 from recsql.executor.loop.action import aggregate, checkpoint_merge, spark_job
 from recsql.executor.loop.failures import BlocksLost
-from recsql.executor.loop.limits import SparkLimits
+from recsql.executor.loop.limits import SparkLimits, recursion_ends
 from recsql.executor.loop.protocols import Context, IterationRunner, PartitionedBase, Rider, Safeguard
 from recsql.executor.loop.spark_sql import describe_jobs, render, run_sql
 from recsql.executor.loop.stats import IterationStats
@@ -193,8 +193,7 @@ class GroupRun:
         that takes them run the next iteration(s), checkpoint, and recover from blocks lost with
         an executor."""
         iteration = self.start()
-        while self.live() and not self.enough_rows():
-            self.check_spark_limits(iteration)
+        while self.live() and not self.ends(iteration):
             if iteration >= self.ctx.settings.max_iterations:
                 self.fail_iteration_limit(iteration)
             self.building = iteration + 1
@@ -229,15 +228,12 @@ class GroupRun:
     def live(self) -> bool:
         return any(s.delta_rows for s in self.states.values())
 
-    def enough_rows(self) -> bool:
-        """The final query's LIMIT is met (see planner `_limit_ends_recursion`)."""
-        target, key = self.group.row_target, self.group.row_target_cte
-        return target is not None and key is not None and self.states[key].total_rows >= target
-
-    def check_spark_limits(self, iteration: int) -> None:
-        for cte in self.group.ctes:
-            state = self.states[cte.key]
-            self.spark_limits.check(cte.name, iteration, state.delta_rows, state.total_rows)
+    def ends(self, iteration: int) -> bool:
+        """Whether the final query's LIMIT ends the fixpoint after `iteration`; Spark's limits
+        raise (`limits.recursion_ends`)."""
+        return recursion_ends(self.group, self.spark_limits, iteration,
+                              {key: s.delta_rows for key, s in self.states.items()},
+                              {key: s.total_rows for key, s in self.states.items()})
 
     def base_candidates(self, iteration: int = 0) -> dict[str, tuple[DataFrame | None, str]]:
         result = {}

@@ -51,6 +51,20 @@ class SparkLimits:
                             f"{total_rows} row(s) after iteration {iteration}")
 
 
+def recursion_ends(group: GroupStep, limits: SparkLimits, iteration: int,
+                   deltas: dict[str, int], totals: dict[str, int]) -> bool:
+    """Before the iteration after `iteration`, with each CTE's last delta and total rows by key:
+    whether the final query's LIMIT is met (planner `_limit_ends_recursion`), which ends the
+    fixpoint; else Spark's limits, which raise. Both loops ask it, the Spark loop and the
+    driver's, so a limit keeps neither from the other."""
+    target, key = group.row_target, group.row_target_cte
+    if target is not None and key is not None and totals[key] >= target:
+        return True
+    for cte in group.ctes:
+        limits.check(cte.name, iteration, deltas[cte.key], totals[cte.key])
+    return False
+
+
 def _exceeded(kind: str, limit: int, fix: str, cte: str, state: str) -> RecSQLExecutionError:
     return RecSQLExecutionError(
         f"Recursion {kind} limit {limit} reached but CTE `{cte}` has not exhausted: {state}. "
