@@ -1,7 +1,7 @@
 """Adjacency index (recsql/executor/strategies/index.py, on by default): a branch that joins its delta with
 one base table on the key runs in its direct form, the delta joined with the base copy grouped by
 key, then unnested. Answers are checked against plain-Python oracles; the
-statistics say which iterations read the index. Its placement (no shuffle but the candidates')
+statistics say which iterations read the index, and which read it filtered by a tiny delta's keys. Its placement (no shuffle but the candidates')
 is tested in test_placement.py, its string and two-column keys in test_lookup.py."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from sqlglot import exp, parse_one
 
 import recsql
 from recsql.executor.strategies.index import direct_select
+from recsql.executor.strategies.lookup import MAX_KEYS
 from tests import oracles
+from tests.executor.test_lookup import _chain_and_fan
 from tests.executor.test_placement import CC, SSSP
 
 pytestmark = pytest.mark.usefixtures("spark_loop")
@@ -37,6 +39,20 @@ def test_sssp_reads_the_index_at_every_iteration_and_gives_the_oracle_answer(spa
     assert sorted(tuple(r) for r in result.df.collect()) == sorted(oracles.dijkstra(edges, 0).items())
     recursive = [s.iteration for s in result.stats if s.iteration > 0 and s.join_strategy != "-"]
     assert len(recursive) > 3 and _index_reads(result) == recursive
+
+
+def test_a_tiny_delta_reads_only_its_keys_of_the_index_and_gives_the_oracle_answer(spark, view):
+    # a long chain (deltas of one row) after a wide fan-out (a delta too large to filter by)
+    edges = _chain_and_fan()
+    view("edge", edges, "Src BIGINT, Dst BIGINT, Cost BIGINT")
+    result = recsql.run(SSSP.replace("{t}", "edge"), spark=spark)
+    assert sorted(tuple(r) for r in result.df.collect()) == sorted(oracles.dijkstra(edges, 1).items())
+    delta_read = {s.iteration + 1: s.delta_rows for s in result.stats}
+    filtered = [s.iteration for s in result.stats if s.index and s.lookup]
+    tiny = [s.iteration for s in result.stats if s.index and delta_read[s.iteration] <= MAX_KEYS]
+    assert len(tiny) > 8 and filtered == tiny
+    # the fan-out's delta is read through the whole index
+    assert any(s.index and not s.lookup and delta_read[s.iteration] > MAX_KEYS for s in result.stats)
 
 
 def test_cc_with_the_index_gives_the_oracle_answer(spark, view):

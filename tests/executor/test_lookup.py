@@ -76,8 +76,11 @@ def test_string_and_two_column_keys_with_nulls(spark, view, read_by):
     pairs = [((sr, si), (dr, di)) for sr, si, dr, di in edges if None not in (sr, si)]
     expected = oracles.reachable(pairs, ("eu", 1)) | {("eu", 1)}
     assert {tuple(r) for r in result.df.collect()} == expected
-    read = {"lookup": _looked_up(result), "index": [s.iteration for s in result.stats if s.index]}
-    assert read[read_by] and not read[{"lookup": "index", "index": "lookup"}[read_by]]
+    indexed = [s.iteration for s in result.stats if s.index]
+    if read_by == "lookup":
+        assert _looked_up(result) and not indexed
+    else:  # the index filtered by the tiny deltas' keys, as the lookup filters a flat copy
+        assert indexed and set(_looked_up(result)) <= set(indexed)
 
 
 def test_keys_of_another_type_than_the_base_are_not_looked_up(spark, view):

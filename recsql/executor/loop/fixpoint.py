@@ -65,7 +65,7 @@ class GroupRun:
         sliced = rollover.Slices(self)
         self.driver = endgame.Driver(self)
         self.lookup = lookup.Lookup(self)
-        self.index = index.Index(self)
+        self.index = index.Index(self, self.lookup)
         # The ways to run the next iteration(s), asked in this order; the first that does not
         # decline runs them: the rest of the fixpoint on the driver, the next iteration in
         # slices, the next iteration whole on Spark (never declines).

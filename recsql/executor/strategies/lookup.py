@@ -13,7 +13,8 @@ where it saves little, whole runs measured 0.95x (CC) and 0.99x-1.07x (SSSP, wit
 of 7- and 9-run medians), so one rule serves both sizes.
 
 With the adjacency index on (the default), a branch it runs in its direct form reads the index
-instead, at every delta size (index.py); the lookup serves the branches it does not run.
+instead, at every delta size (index.py), filtered by the same observed keys; the lookup filters
+the base tables of the branches the index does not run.
 
 Only an inner equi-join may be filtered so (a base row with another key joins no delta row), and
 only where a key compares as a literal the way the join compares it: the same type on both
@@ -112,6 +113,13 @@ class Lookup:
 
     # -- the lookup --------------------------------------------------------------------------
 
+    def delta_keys(self, cte_key: str) -> dict[str, list] | None:
+        """The distinct non-null values, by watched column, of the current delta of the CTE
+        `cte_key`, when the action that made it observed them (it had at most `MAX_KEYS` rows);
+        None otherwise. Also read by the adjacency index's direct form (index.py)."""
+        delta, values = self.keys.get(cte_key, (None, {}))
+        return values if delta is self.run.states[cte_key].delta else None
+
     def bases(self, cte: CTEPlan, branch: Branch, variant: tuple[str, ...]) -> dict[str, DataFrame] | None:
         """The branch's base tables filtered to the join keys of the rule's (first) delta, by
         binding, when the last action observed them; None when none is filtered.
@@ -122,8 +130,8 @@ class Lookup:
             return None
         ref = branch.refs[variant.index(DELTA)]
         state = self.run.states[ref.cte]
-        delta, values = self.keys.get(ref.cte, (None, {}))
-        if delta is not state.delta:
+        values = self.delta_keys(ref.cte)
+        if values is None:
             return None
         found = {}
         for base in branch.bases:
