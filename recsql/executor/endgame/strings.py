@@ -11,7 +11,7 @@ counting from the end, and a start before the string shortening the length, as S
 
 * LENGTH counts code points in both; Spark's is an INT, DuckDB's a BIGINT (cast);
 * SUBSTR's position 0 is Spark's 1 and a negative length its 0 (DuckDB: one character fewer;
-  counting backwards);
+  counting backwards), and a SUBSTR without a length has Spark's, 2147483647;
 * CHR(n) is '' for n < 0 and the character n % 256 otherwise in Spark (CHR(0) is U+0000);
   DuckDB's takes any code point;
 * UPPER and LOWER: Spark maps by Java's (or ICU's) full case rules (`ß` -> `SS`), DuckDB by
@@ -79,10 +79,11 @@ def _substring(node: exp.Substring, checks: Checks) -> exp.Expr:
         raise Untranslatable("SUBSTR without a position")
     checks.append(("text", [node.this]))
     checks.append(("position", [start] if length is None else [start, length]))
-    # position 0 is Spark's 1, a negative length its 0
+    # position 0 is Spark's 1, a negative length its 0; without a length Spark's is INT's
+    # largest, which a position near INT's smallest shortens (SUBSTR(s, -2147483648) is s
+    # without its last character in Spark, all of s in DuckDB without the length)
     node.set("start", _unless(start, exp.EQ, 0, 1))
-    if length is not None:
-        node.set("length", _unless(length, exp.LT, 0, 0))
+    node.set("length", exp.Literal.number(2**31 - 1) if length is None else _unless(length, exp.LT, 0, 0))
     return node
 
 
