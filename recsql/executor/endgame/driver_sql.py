@@ -74,7 +74,7 @@ def check_forms(select: exp.Expr, references: Collection[str]) -> None:
             raise Untranslatable(f"number literal {node.this}")
     for condition in _filters(select):
         for node in condition.walk():
-            if isinstance(node, _MAY_RAISE):
+            if isinstance(node, _MAY_RAISE) and not _negative_literal(node):
                 raise Untranslatable(f"{type(node).__name__} in a filter `{condition.sql('rasql')[:60]}`")
 
 
@@ -124,6 +124,12 @@ def _constant_row(subquery: exp.Subquery) -> bool:
 
 # The allowed forms that can raise in Spark (an overflow, a failing cast)
 _MAY_RAISE = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Cast, exp.TryCast)
+
+
+def _negative_literal(node: exp.Expr) -> bool:
+    """`-1`: a negated number literal, which raises in neither engine (a literal beyond INT's
+    range is a BIGINT or DECIMAL literal in both)."""
+    return isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
 
 
 def _filters(select: exp.Select) -> Iterator[exp.Expr]:

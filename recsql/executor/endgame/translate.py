@@ -148,6 +148,10 @@ def probe_types(con: Any, select: exp.Select, whole: dict[str, str], exprs: list
     probe = select.copy()
     probe.set("expressions", [exp.alias_(e.copy(), f"p{i}", quoted=True)
                               for i, e in enumerate(exprs)])
+    for join in probe.find_all(exp.Join):  # a semi or anti join's ON reads columns its SELECT
+        if (join.kind or "").upper() in ("SEMI", "ANTI"):  # cannot: typed as an inner join's
+            join.set("kind", None)
+            join.set("side", None)
     return [str(t) for t in con.sql(_bind(probe, whole).sql("duckdb", identify=True)).types]
 
 
