@@ -375,7 +375,7 @@ def _hashable(value):
 # fails here, and their Spark-loop variant comes back.
 ON_SPARK_ALONE = frozenset({
     "cycles_arrays", "distinct_term", "doc_graph_reach", "except_all_in_union_all_term",
-    "except_in_union_all_term", "limit_over_nested_recursion", "limit_stops_row_growth", "nested_in_with",
+    "except_in_union_all_term", "limit_over_nested_recursion", "nested_in_with",
     "no_self_reference", "one_row_subquery", "one_row_subquery_nulls", "rand_seeded", "randn_seeded",
     "randstr_seeded", "seeded_edges", "shadows_outer_cte", "shuffle_seeded", "two_ctes_in_term",
     "uniform_seeded", "uuid_seeded", "with_in_term", "with_in_term_star",
@@ -385,8 +385,8 @@ ON_SPARK_ALONE = frozenset({
 # Queries the driver's allowlist took off the Spark loop (outer, semi and anti joins of the
 # recursive reference; `||`, LENGTH, SUBSTR, CHR, ASCII): their default run goes to the driver.
 ON_DRIVER_BY_DEFAULT = frozenset({
-    "anti_join_left_side", "left_join_base", "left_join_left_side", "right_join_right_side",
-    "semi_join_left_side", "string", "string_functions", "two_anchors",
+    "anti_join_left_side", "left_join_base", "left_join_left_side", "limit_stops_row_growth",
+    "right_join_right_side", "semi_join_left_side", "string", "string_functions", "two_anchors",
 })
 
 
