@@ -454,6 +454,9 @@ def shape_reason(plan: QueryPlan, appended: set[TableName]) -> str | None:
         if cte.level_limit is not None or cte.compared:
             return f"CTE {cte.name} limits its recursion depth or has SEARCH/CYCLE columns"
         for branch in cte.branches:
+            if form := non_monotone(branch.select):
+                return (f"a branch of CTE {cte.name} has {form}, so a row added to a base table "
+                        "can take a derived row away: the query is not monotone")
             for table in appended:
                 count = _reads(branch.select, {table}) + sum(b.table == table for b in branch.bases)
                 if count > 1:
@@ -462,6 +465,22 @@ def shape_reason(plan: QueryPlan, appended: set[TableName]) -> str | None:
     called = _non_deterministic(plan)
     if called:
         return f"the query calls {called}, which is not deterministic"
+    return None
+
+
+def non_monotone(select: exp.Expr) -> str | None:
+    """A form whose rows a new row of a relation it reads can take away (an outer or anti join,
+    EXCEPT, a NOT over a subquery), or None. The planner refuses these over the recursion itself
+    (`planner/checks.py`); over a base table they still make a stored fixpoint one that appends
+    or removals cannot be followed from."""
+    for join in select.find_all(exp.Join):
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if kind == "ANTI" or (side in ("LEFT", "RIGHT", "FULL") and kind != "SEMI"):
+            return f"a {' '.join(filter(None, (side, kind)))} JOIN"
+    if select.find(exp.Except) is not None:
+        return "an EXCEPT"
+    if any(n.find(exp.Select) is not None for n in select.find_all(exp.Not)):
+        return "a NOT over a subquery"
     return None
 
 

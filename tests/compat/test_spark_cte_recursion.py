@@ -374,13 +374,19 @@ def _hashable(value):
 # Their default run checks they still run on Spark alone, so a change that brings the driver in
 # fails here, and their Spark-loop variant comes back.
 ON_SPARK_ALONE = frozenset({
-    "anti_join_left_side", "cycles_arrays", "distinct_term", "doc_graph_reach",
-    "except_all_in_union_all_term", "except_in_union_all_term", "left_join_base", "left_join_left_side",
-    "limit_over_nested_recursion", "limit_stops_row_growth", "nested_in_with", "no_self_reference",
-    "one_row_subquery", "one_row_subquery_nulls", "rand_seeded", "randn_seeded", "randstr_seeded",
-    "right_join_right_side", "seeded_edges", "semi_join_left_side", "shadows_outer_cte", "shuffle_seeded",
-    "string", "string_functions", "two_anchors", "two_ctes_in_term", "uniform_seeded", "uuid_seeded",
-    "with_in_term", "with_in_term_star",
+    "cycles_arrays", "distinct_term", "doc_graph_reach", "except_all_in_union_all_term",
+    "except_in_union_all_term", "limit_over_nested_recursion", "nested_in_with",
+    "no_self_reference", "one_row_subquery", "one_row_subquery_nulls", "rand_seeded", "randn_seeded",
+    "randstr_seeded", "seeded_edges", "shadows_outer_cte", "shuffle_seeded", "two_ctes_in_term",
+    "uniform_seeded", "uuid_seeded", "with_in_term", "with_in_term_star",
+})
+
+
+# Queries the driver's allowlist took off the Spark loop (outer, semi and anti joins of the
+# recursive reference; `||`, LENGTH, SUBSTR, CHR, ASCII): their default run goes to the driver.
+ON_DRIVER_BY_DEFAULT = frozenset({
+    "anti_join_left_side", "left_join_base", "left_join_left_side", "limit_stops_row_growth",
+    "right_join_right_side", "semi_join_left_side", "string", "string_functions", "two_anchors",
 })
 
 
@@ -403,6 +409,8 @@ def test_same_answer_as_spark(spark, name, query, conf):
     if name in ON_SPARK_ALONE:
         assert {s.ran_on for s in result.stats} <= {"spark"}, \
             f"{name} now runs on the driver too: give it its spark_loop variant back"
+    if name in ON_DRIVER_BY_DEFAULT and not conf:
+        assert "driver" in {s.ran_on for s in result.stats}, f"{name} no longer reaches the driver"
     assert [(f.name, f.dataType) for f in actual.schema.fields] == \
         [(f.name, f.dataType) for f in expected.schema.fields]
 

@@ -83,7 +83,7 @@ def applies_from_start(run: Loop, info: RunInfo) -> bool:
     try:
         for cte in run.group.ctes:
             for branch in cte.base_branches:
-                check_forms(branch.select)
+                check_forms(branch.select, ())
     except Untranslatable as reason:  # the base step runs on Spark; the tail may still move
         log.info("endgame: base step on Spark: %s", reason)
         return False
@@ -210,7 +210,7 @@ def _translatable(run: Loop, info: RunInfo) -> bool:
     try:
         for cte in run.group.ctes:
             for branch in cte.recursive_branches:
-                check_forms(branch.select)
+                check_forms(branch.select, {r.binding for r in branch.refs})
     except Untranslatable as reason:
         log.info("endgame: staying on Spark: %s", reason)
         info.disabled = True

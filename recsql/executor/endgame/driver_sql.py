@@ -18,7 +18,7 @@ the row whose `i + 1` overflows in Spark never reaches the sum).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from sqlglot import exp
 
@@ -32,6 +32,9 @@ ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset({
     exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Between, exp.In,
     exp.And, exp.Or, exp.Not, exp.Is,
     exp.Case, exp.If, exp.Cast, exp.TryCast, exp.DataType,
+    # string functions, spelled in DuckDB with Spark's meaning by endgame/strings.py
+    exp.DPipe, exp.Concat, exp.Length, exp.Substring, exp.Chr, exp.Ascii, exp.Upper, exp.Lower,
+    exp.Subquery,  # a FROM-less derived table of constants only (`_constant_row`)
 })
 
 # DuckDB type names by family (Arrow brings Spark's INT as INTEGER, LONG as BIGINT, ...).
@@ -53,28 +56,80 @@ def strict_casts(select: exp.Expr) -> None:
         node.replace(exp.Cast(this=node.this, to=node.to))
 
 
-def check_forms(select: exp.Expr) -> None:
+def check_forms(select: exp.Expr, references: Collection[str]) -> None:
     """Every node of the branch is an allowed form (no DuckDB needed: decided before any data
-    moves to the driver)."""
+    moves to the driver). `references`: the names of the tables that are the branch's
+    references to its recursive group."""
     if not isinstance(select, exp.Select):
         raise Untranslatable(f"a {type(select).__name__} branch")
+    _check_joins(select, references)
     for node in select.walk():
         if type(node) not in ALLOWED_NODES:
             raise Untranslatable(f"{type(node).__name__} `{node.sql('rasql')[:60]}`")
-        if isinstance(node, exp.Join) and (node.side or node.kind not in ("", "INNER", "CROSS")):
-            raise Untranslatable(f"a {node.side or node.kind} join")
+        if isinstance(node, exp.Subquery) and not _constant_row(node):
+            raise Untranslatable(f"derived table `{node.sql('rasql')[:60]}`")
         if isinstance(node, exp.Cast) and node.to.this not in _CAST_TARGETS:
             raise Untranslatable(f"CAST to {node.to.sql('rasql')}")
         if isinstance(node, exp.Literal) and not node.is_string and not plain_number(node.this):
             raise Untranslatable(f"number literal {node.this}")
     for condition in _filters(select):
         for node in condition.walk():
-            if isinstance(node, _MAY_RAISE):
+            if isinstance(node, _MAY_RAISE) and not _negative_literal(node):
                 raise Untranslatable(f"{type(node).__name__} in a filter `{condition.sql('rasql')[:60]}`")
+
+
+# Join kinds by (side, kind) as sqlglot reads Spark's: the inner ones, and those that keep or
+# filter the rows of their left side (Spark's SEMI and ANTI are LEFT SEMI and LEFT ANTI). DuckDB
+# means what Spark means by each (NULL keys never match; SEMI keeps a left row once, ANTI keeps
+# a left row with no match, a NULL key's included), as tests/executor/test_differential.py
+# checks; sqlglot spells LEFT SEMI / LEFT ANTI as DuckDB's SEMI / ANTI.
+_INNER = {("", ""), ("", "INNER"), ("", "CROSS")}
+_LEFT = {("LEFT", ""), ("LEFT", "OUTER"), ("LEFT", "SEMI"), ("LEFT", "ANTI"), ("", "SEMI"), ("", "ANTI")}
+_RIGHT = {("RIGHT", ""), ("RIGHT", "OUTER")}
+
+
+def _check_joins(select: exp.Select, references: Collection[str]) -> None:
+    """Inner joins, and outer, semi and anti joins whose other side (the one the join pads with
+    NULLs or filters by) reads no recursive reference: the forms the Spark loop evaluates per
+    semi-naive variant as a monotone function of the references. Outer, semi and anti joins
+    with an ON condition, no USING and no NATURAL (whose columns the engines name apart)."""
+    def reads_group(node: exp.Expr) -> bool:
+        return any(t.name in references for t in node.find_all(exp.Table))
+
+    before: list[exp.Expr] = [select.args["from_"]] if select.args.get("from_") else []
+    for join in select.args.get("joins") or []:
+        shape = ((join.side or "").upper(), (join.kind or "").upper())
+        if shape not in _INNER:
+            if shape not in _LEFT | _RIGHT:
+                raise Untranslatable(f"a {' '.join(filter(None, shape))} join")
+            if join.args.get("on") is None or join.args.get("using") or join.method:
+                raise Untranslatable(f"join `{join.sql('rasql')[:60]}`")
+            # the side a LEFT join pads or filters by is the joined relation; a RIGHT join's
+            # is everything joined before it
+            padded = [join.this] if shape in _LEFT else before
+            if any(reads_group(side) for side in padded):
+                raise Untranslatable(f"a recursive reference on the side `{join.sql('rasql')[:60]}` pads or filters by")
+        before.append(join)
+
+
+def _constant_row(subquery: exp.Subquery) -> bool:
+    """A derived table that is one row of constants, `(SELECT 0 AS data) AS t`: a SELECT of no
+    relation and no column (DuckDB would read a column of the enclosing query as a lateral
+    reference; Spark refuses it)."""
+    body = subquery.this
+    return (isinstance(body, exp.Select) and isinstance(subquery.parent, (exp.From, exp.Join))
+            and all(not value for key, value in body.args.items() if key != "expressions")
+            and body.find(exp.Column) is None)
 
 
 # The allowed forms that can raise in Spark (an overflow, a failing cast)
 _MAY_RAISE = (exp.Add, exp.Sub, exp.Mul, exp.Neg, exp.Cast, exp.TryCast)
+
+
+def _negative_literal(node: exp.Expr) -> bool:
+    """`-1`: a negated number literal, which raises in neither engine (a literal beyond INT's
+    range is a BIGINT or DECIMAL literal in both)."""
+    return isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal)
 
 
 def _filters(select: exp.Select) -> Iterator[exp.Expr]:
@@ -118,12 +173,14 @@ def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expr]]]:
             yield "cast", [node.this]
 
 
-def check_types(select: exp.Select, types_of: Callable[[list[exp.Expr]], list[str]]) -> None:
-    """The operand types of every typed node are ones both engines treat alike.
+def check_types(select: exp.Select, types_of: Callable[[list[exp.Expr]], list[str]],
+                more: Iterable[tuple[str, list[exp.Expr]]] = ()) -> None:
+    """The operand types of every typed node, and of `more` (rule, operands), are ones both
+    engines treat alike.
 
     `types_of(expressions)` gives DuckDB's type names of expressions evaluated in the branch's
     FROM/WHERE scope (one probe, no rows read)."""
-    checks = list(typed_operands(select))
+    checks = [*typed_operands(select), *more]
     if not checks:
         return
     types = iter(types_of([operand for _, operands in checks for operand in operands]))
@@ -166,6 +223,21 @@ def _cast(names: list[str]) -> None:
         raise Untranslatable(f"CAST from {', '.join(names)}")
 
 
+def _only(kinds: set[str], what: str) -> Callable[[list[str]], None]:
+    """A rule that admits operands of the DuckDB types `kinds` (and untyped NULLs) only."""
+    def rule(names: list[str]) -> None:
+        if any(n not in kinds and family_of_name(n) != "null" for n in names):
+            raise Untranslatable(f"{what} of {', '.join(names)}")
+    return rule
+
+
 _RULES: dict[str, Callable[[list[str]], None]] = {
     "arithmetic": _arithmetic, "comparable": _comparable, "cast": _cast,
+    # Spark's string functions on strings alone: on a number or a binary value they cast it to
+    # a string (formats differ) or mean something else (`||` of arrays)
+    "text": _only({"VARCHAR"}, "a string function"),
+    # SUBSTR's position and length are Spark INTs, CHR's code a BIGINT (of an integer alone:
+    # Spark would cast a fractional one first)
+    "position": _only({"TINYINT", "SMALLINT", "INTEGER"}, "a SUBSTR position or length"),
+    "code": _only({"TINYINT", "SMALLINT", "INTEGER", "BIGINT"}, "CHR"),
 }

@@ -4,7 +4,8 @@ The planner's branch AST is rendered for DuckDB with the relations it reads rena
 tables the driver loaded and its references to the group's CTEs bound per semi-naive variant.
 Where the two engines differ on a form the allowlist (`driver_sql.py`) admits, the branch is
 rewritten to Spark's meaning, typed by DuckDB itself (a probe binds the query, reads no rows):
-Spark's integral CAST truncates, DuckDB's rounds; the output is cast to the head's Spark types;
+Spark's integral CAST truncates, DuckDB's rounds; string functions take Spark's meaning
+(`strings.py`); the output is cast to the head's Spark types;
 a sum/count contributor is encoded the same way for every row the driver makes.
 """
 
@@ -32,6 +33,7 @@ from sqlglot import exp
 
 from recsql.executor.analysis.spark_types import INTEGRAL_SQL
 from recsql.executor.endgame.driver_sql import Untranslatable, check_forms, check_types, strict_casts
+from recsql.executor.endgame.strings import spark_strings
 from recsql.executor.loop.protocols import Loop
 from recsql.executor.state.relations import CONTRIB
 from recsql.planner.model import DELTA, Branch, CTEPlan
@@ -77,10 +79,11 @@ def prepare(con: Any, run: Loop, cte: CTEPlan, branch: Branch, sources: dict[tup
             _rename(table, exp.Table(this=exp.to_identifier(_BIND + table.this.name, quoted=True)),
                     table.alias)
     _inline_parameters(select, run.ctx.args or {})
-    check_forms(select)
+    check_forms(select, {_BIND + r.binding for r in branch.refs})
     strict_casts(select)
+    text_checks = spark_strings(select)
     whole = {r.binding: names[r.cte]["all"] for r in branch.refs}
-    check_types(select, lambda exprs: probe_types(con, select, whole, exprs))
+    check_types(select, lambda exprs: probe_types(con, select, whole, exprs), text_checks)
     truncate_casts(con, select, whole)
     # Output types, with every reference bound to the whole relation.
     types = [str(t) for t in con.sql(_bind(select, whole).sql("duckdb", identify=True)).types]
@@ -145,6 +148,10 @@ def probe_types(con: Any, select: exp.Select, whole: dict[str, str], exprs: list
     probe = select.copy()
     probe.set("expressions", [exp.alias_(e.copy(), f"p{i}", quoted=True)
                               for i, e in enumerate(exprs)])
+    for join in probe.find_all(exp.Join):  # a semi or anti join's ON reads columns its SELECT
+        if (join.kind or "").upper() in ("SEMI", "ANTI"):  # cannot: typed as an inner join's
+            join.set("kind", None)
+            join.set("side", None)
     return [str(t) for t in con.sql(_bind(probe, whole).sql("duckdb", identify=True)).types]
 
 
