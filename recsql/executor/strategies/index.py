@@ -27,8 +27,6 @@ sides) may be run so; the inner join keeps NULL keys out as the branch's equi-jo
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from sqlglot import exp
@@ -37,7 +35,7 @@ from recsql.executor.loop.action import aggregate, spark_job
 from recsql.executor.loop.protocols import Loop, PartitionedBase
 from recsql.executor.loop.spark_sql import render, run_sql
 from recsql.executor.state.relations import RelationState
-from recsql.executor.strategies.lookup import Lookup, field_named, key_filter
+from recsql.executor.strategies.lookup import Lookup, delta_keys_filter, field_named
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref, RefJoin
 
 ROWS = "__rq_rows"
@@ -122,10 +120,8 @@ class Index:
         key range holds none of them, where the join alone reads every key of the index (a
         1-row delta at RMAT 2^20 scanned all 646,074 keys, benchmarks/FINDINGS.md)."""
         index = self.index(cte, copy, base.columns)
-        filters = [key_filter((b,), [(v,) for v in keys[r]]) for r, b in zip(columns, base.columns)
-                   if keys is not None and r in keys]
-        if filters:
-            index = index.filter(reduce(lambda a, b: a & b, filters))
+        if keys and all(r in keys for r in columns):
+            index = index.filter(delta_keys_filter(keys, columns, base.columns))
             self.lookup.used.add(cte.key)
         names = [f"__rq_d{i}" for i in range(len(state.columns))]
         delta = state.delta.toDF(*names)

@@ -142,8 +142,7 @@ class Lookup:
             if not all(field_named(state.schema, r).dataType == field_named(table.schema, b).dataType
                        for r, b in zip(join.columns, base.columns)):
                 continue  # the join casts one side: a literal would not compare as it does
-            kept = [key_filter((b,), [(v,) for v in values[r]]) for r, b in zip(join.columns, base.columns)]
-            found[base.binding] = table.filter(reduce(lambda a, b: a & b, kept))
+            found[base.binding] = table.filter(delta_keys_filter(values, join.columns, base.columns))
         if found:
             self.used.add(cte.key)
         return found or None
@@ -153,6 +152,15 @@ def top_k(column: Column, k: int) -> Column:
     """approx_top_k of `column`: its `k` most frequent values with their counts, exact while it
     holds fewer than `SKETCH_ITEMS` distinct values (skew.py watches heavy keys with it too)."""
     return F.call_function("approx_top_k", column, F.lit(k), F.lit(max(k, SKETCH_ITEMS)))
+
+
+def delta_keys_filter(values: dict[str, list], delta_columns: Iterable[str],
+                      base_columns: Iterable[str]) -> Column:
+    """True on the base rows each of whose join columns holds a value the delta holds in the
+    column it is joined with (`values`, by the delta's column, as `Lookup.delta_keys` gives
+    them); every delta column must have its values."""
+    kept = [key_filter((b,), [(v,) for v in values[r]]) for r, b in zip(delta_columns, base_columns)]
+    return reduce(lambda a, b: a & b, kept)
 
 
 def key_filter(columns: tuple[str, ...], keys: Iterable[tuple]) -> Column:
