@@ -105,8 +105,76 @@ def _uuid(args: list) -> exp.Expr:
     return exp.Uuid() if not args else exp.Anonymous(this="UUID", expressions=args)
 
 
+# Spark's binary operators below comparison, loosest first (SqlBaseParser's `valueExpression`):
+# `|`, `^`, `&`, then the shifts, then `+ - ||`, then `* / % DIV`. sqlglot's own parser puts `||`
+# and every bitwise operator on one level below `+`, so `mask | 1 << v` meant `(mask | 1) << v`.
+BITWISE_LEVELS = ((TokenType.PIPE, exp.BitwiseOr), (TokenType.CARET, exp.BitwiseXor),
+                  (TokenType.AMP, exp.BitwiseAnd))
+# Operators whose precedence differs between Spark, sqlglot's generators and DuckDB: an operand
+# built from one is parenthesised, so that every SQL text rendered from the tree (Spark's, the
+# driver's DuckDB) groups it as Spark parsed it.
+REGROUPED = (exp.DPipe, exp.BitwiseOr, exp.BitwiseXor, exp.BitwiseAnd, exp.BitwiseLeftShift,
+             exp.BitwiseRightShift)
+
+
+def _grouped(parent: type, operand: exp.Expr | None) -> exp.Expr | None:
+    if (isinstance(operand, exp.Binary) and type(operand) is not parent
+            and (issubclass(parent, REGROUPED) or isinstance(operand, REGROUPED))):
+        return exp.Paren(this=operand)
+    return operand
+
+
 class RaSQLParser(SparkParser):
     FUNCTIONS = {**SparkParser.FUNCTIONS, "SHUFFLE": _shuffle, "UUID": _uuid}
+
+    def _parse_bitwise(self) -> exp.Expr | None:
+        return self._parse_bitwise_level(0)
+
+    def _parse_bitwise_level(self, level: int) -> exp.Expr | None:
+        if level == len(BITWISE_LEVELS):
+            return self._parse_shift()
+        token, klass = BITWISE_LEVELS[level]
+        this = self._parse_bitwise_level(level + 1)
+        while self._match(token):
+            operand = self._parse_bitwise_level(level + 1)
+            this = self.expression(klass(this=_grouped(klass, this), expression=_grouped(klass, operand)))
+        return this
+
+    def _parse_shift(self) -> exp.Expr | None:
+        this = self._parse_term()
+        while True:
+            klass: type[exp.Binary] | None
+            if self._match_pair(TokenType.LT, TokenType.LT):
+                klass = exp.BitwiseLeftShift
+            elif self._match_pair(TokenType.GT, TokenType.GT):
+                klass = None if self._match(TokenType.GT) else exp.BitwiseRightShift  # None: `>>>`
+            else:
+                return this
+            operand = self._parse_term()
+            if klass is None:  # sqlglot has no node for it: Spark's function of that meaning
+                this = self.expression(exp.Anonymous(this="SHIFTRIGHTUNSIGNED", expressions=[this, operand]))
+            else:
+                this = self.expression(klass(this=_grouped(klass, this), expression=_grouped(klass, operand)))
+
+    def _parse_term(self, parse_mod: bool = True) -> exp.Expr | None:
+        # sqlglot's loop over TERM (+, -, COLLATE), with Spark's `||` on the same level
+        this = self._parse_factor(parse_mod=parse_mod)
+        while True:
+            if self.dialect.DPIPE_IS_STRING_CONCAT and self._match(TokenType.DPIPE):
+                operand = self._parse_factor(parse_mod=parse_mod)
+                this = self.expression(exp.DPipe(
+                    this=_grouped(exp.DPipe, this), expression=_grouped(exp.DPipe, operand),
+                    safe=not self.dialect.STRICT_STRING_CONCAT))
+            elif self._match_set(self.TERM):
+                klass = self.TERM[self._prev.token_type]
+                comments = self._prev_comments
+                operand = self._parse_factor(parse_mod=parse_mod)
+                this = self.expression(klass(this=_grouped(klass, this), expression=operand),
+                                       comments=comments)
+                if isinstance(this, exp.Collate):
+                    self._normalize_collate(this)
+            else:
+                return this
 
     def _parse_primary(self) -> exp.Expr | None:
         # Spark accepts the reserved word FROM as a column name; RaDlog's queries use it.

@@ -185,6 +185,35 @@ def test_known_divergences_agree(spark, typed, expression):
     assert_same(spark, expression)
 
 
+# Operators written without parentheses, grouped as Spark's grammar groups them (`||` with `+`,
+# then the shifts, `&`, `^`, `|`): sqlglot's own parser put `||` and every bitwise operator on one
+# level, so `dv.k | 1 << dv.k` ran as `(dv.k | 1) << dv.k` on both paths. The oracle is Spark's
+# evaluation of the same expression, outside recsql.
+UNPARENTHESISED = [
+    "dv.k | 1 << dv.k",
+    "1 << dv.k | 2 << dv.k",
+    "dv.l | dv.k & 3",
+    "dv.k ^ dv.k & 1",
+    "dv.k | dv.k ^ 3",
+    "dv.k & 6 ^ 3",
+    "dv.k << 2 + 1",
+    "dv.l >>> 60",
+    "CAST(dv.k AS STRING) || dv.k + 1",
+    "dv.k - 1 || dv.k",
+    "dv.k * 2 || dv.k - 1 || 'x'",
+]
+
+
+@pytest.mark.parametrize("expression", UNPARENTHESISED)
+def test_operators_group_as_spark_parses_them(spark, typed, expression):
+    spark_rows = {(r[0], _comparable(r[1]))
+                  for r in spark.sql(f"SELECT k, {expression} FROM dv WHERE k > 0").collect()}
+    for conf in (DRIVER, SPARK):
+        (kind, rows, _types), _ = outcome(spark, fan_query(expression), conf)
+        assert kind == "rows"
+        assert {row for row in rows if row[0] > 0} == spark_rows, (expression, conf)
+
+
 # Spark tests a filter's conjuncts in order on every row; DuckDB orders them its own way, so the
 # row whose sum overflows in Spark never reached the sum (the driver gave rows)
 FILTERS = [
