@@ -23,6 +23,7 @@ from recsql.executor.analysis import stage as analysis
 from recsql.executor.analysis.stage import AnalysedPlan
 from recsql.executor.loop.action import AGGREGATE_MAP_BITS, SPARK_MAP_BITS, aggregate
 from recsql.executor.loop.fixpoint import GroupRun
+from recsql.executor.loop.invariants import hoisted
 from recsql.executor.loop.protocols import Context, PartitionedBase
 from recsql.executor.loop.session import cancellable, overridden_conf
 from recsql.executor.loop.spark_sql import query_df, quiet_pyspark_error_logs
@@ -89,6 +90,8 @@ class Executor:
                 steps, final = inline_trailing_views(plan)
                 for step in steps:
                     if isinstance(step, GroupStep):
+                        # its invariant subqueries evaluated once, the strata before it complete
+                        step = hoisted(ctx, step)
                         group = start(ctx, step, analysed.group_schemas(step))
                         stats += self.run_group(ctx, group)
                         states |= {key: (ctx.env[cte_binding(key)], state.total_rows)

@@ -21,6 +21,7 @@ from recsql.planner import aggregates, checks, doubling, keybound, seeds
 from recsql.planner.branches import bound_table, branches_of, sources
 from recsql.planner.catalog import Catalog
 from recsql.planner.demand import push_demand
+from recsql.planner.invariants import mark_invariant_subqueries
 from recsql.planner.limits import split_limited_reads
 from recsql.planner.model import (
     AGGREGATES,
@@ -464,6 +465,7 @@ class _Planner(_Heads):
             branch.contributor = self.contributor(branch, members)
         branch.bases = self.bind_bases(branch, members)
         self.bind_ctes(body, set(self.strata) - members)
+        mark_invariant_subqueries(body, {r.binding for r in refs})
         return branch
 
     def group_ctes(self, members: set[str]) -> dict[str, CTEDef]:

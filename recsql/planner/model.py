@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from recsql.planner.invariants import invariant_subqueries
 from recsql.planner.names import TableName
 from recsql.planner.seeds import shift_seeds
 
@@ -152,6 +153,12 @@ class Branch:
     @property
     def recursive(self) -> bool:
         return bool(self.refs)
+
+    @property
+    def invariants(self) -> list[exp.Subquery]:
+        """A recursive branch's scalar subqueries whose value no iteration changes
+        (`planner/invariants.py`): the executor evaluates each once, before the group's loop."""
+        return invariant_subqueries(self.select)
 
     def select_at(self, iteration: int, args: dict | None = None) -> exp.Expr:
         """The branch as Spark runs it at `iteration` (1: the first recursive step): a recursive

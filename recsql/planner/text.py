@@ -57,6 +57,8 @@ def _branch_lines(cte: CTEPlan, branch: Branch) -> list[str]:
     for base in branch.bases:
         keys = ", its distinct keys alone" if base.keys_only else ""
         lines.append(f"  base {base.table} pre-partitioned by ({', '.join(base.columns)}){keys}")
+    for subquery in branch.invariants:
+        lines.append(f"  evaluated once, before the loop: {_sql(subquery)}")
     if branch.contributor:
         lines.append(f"  contributor: ({', '.join(_sql(e) for e in branch.contributor)})")
     return lines

@@ -323,6 +323,29 @@ def test_appends_to_two_tables_one_branch_reads(spark, edges):
         spark.sql(f"DROP TABLE IF EXISTS {allowed}")
 
 
+def test_appends_to_a_table_a_subquery_reads_refresh_in_full(spark, edges):
+    """`e.Cost <= (SELECT max(Cap) FROM caps)` runs as its value, evaluated once: a row appended
+    to `caps` changes it, and with it what the stored rows derive (here nothing the appended row
+    joins), so the refresh is a full one."""
+    table, made = edges
+    caps = unique_name("mv_caps")
+    write(spark, table, [(0, 1, 1), (1, 2, 5), (2, 3, 1)], "create")
+    spark.createDataFrame([(2,)], "Cap int").write.saveAsTable(caps, format="parquet")
+    try:
+        view = create(spark, made, """WITH recursive reach (Node) AS (SELECT 0)
+          UNION (SELECT e.Dst FROM reach r JOIN {edges} e ON r.Node = e.Src
+                 WHERE e.Cost <= (SELECT max(Cap) FROM """ + caps + """))
+          SELECT Node FROM reach""", table)
+        assert rows(spark.table(view)) == [(0,), (1,)]
+        spark.createDataFrame([(5,)], "Cap int").write.insertInto(caps)
+        text = recsql.explain(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+        assert text.splitlines()[0].endswith(": full refresh") and "whose value new rows change" in text, text
+        recsql.refresh(view, spark=spark)
+        assert rows(spark.table(view)) == [(0,), (1,), (2,), (3,)]
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {caps}")
+
+
 def cc_oracle(edges):
     """(X, C): every edge's source with the least node of its component (the table symmetric)."""
     return sorted(oracles.min_label_components([(u, v) for u, v, _ in edges]))

@@ -383,10 +383,12 @@ ON_SPARK_ALONE = frozenset({
 
 
 # Queries the driver's allowlist took off the Spark loop (outer, semi and anti joins of the
-# recursive reference; `||`, LENGTH, SUBSTR, CHR, ASCII): their default run goes to the driver.
+# recursive reference; `||`, LENGTH, SUBSTR, CHR, ASCII; a loop-invariant scalar subquery, run as
+# its value): their default run goes to the driver.
 ON_DRIVER_BY_DEFAULT = frozenset({
     "anti_join_left_side", "left_join_base", "left_join_left_side", "limit_stops_row_growth",
-    "right_join_right_side", "semi_join_left_side", "string", "string_functions", "two_anchors",
+    "limited_reads_in_recursion", "right_join_right_side", "semi_join_left_side", "string",
+    "string_functions", "two_anchors",
 })
 
 

@@ -1,12 +1,16 @@
 """Spark's type rules as recsql models them, in one place: which types a comparison may mix (the
 families), what sum() returns, which types Spark can order, a type spelled as Spark SQL, and a
-UNION's widening (Spark's own, asked of Spark). The analysis stage (`analysis.py`), the plain
+UNION's widening (Spark's own, asked of Spark), a value Spark computed as a constant of its type.
+The analysis stage (`analysis.py`), the plain
 branch typing (`plain_types.py`), what the driver endgame may evaluate (`driver_sql.py`) and the
 endgame's DuckDB translation (`endgame/translate.py`) read them here."""
 
 from __future__ import annotations
 
+import datetime
+import math
 import weakref
+from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -27,9 +31,12 @@ from pyspark.sql.types import (
     StringType,
     StructField,
     StructType,
+    TimestampNTZType,
+    TimestampType,
     VariantType,
 )
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 INTEGRAL = (ByteType, ShortType, IntegerType, LongType)
 NUMBERS = (*INTEGRAL, FloatType, DoubleType, DecimalType)
@@ -169,5 +176,75 @@ def struct(types: list[DataType]) -> StructType:
     return StructType([StructField(f"c{i}", t, True) for i, t in enumerate(types)])
 
 
-__all__ = ["INTEGRAL", "INTEGRAL_SQL", "NUMBERS", "castable", "empty", "family", "family_of_name", "null_columns",
-           "orderable", "quoted", "struct", "sum_type", "type_sql", "widened"]
+# What marks a constant `constant` spelled (in the node's meta, which copies keep): the driver's
+# allowlist admits it as a constant, not as the CAST it is written with (`endgame/driver_sql.py`)
+CONSTANT = "recsql_constant"
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def constant(value: Any, dtype: DataType) -> exp.Expr | None:
+    """`value`, a value of Spark type `dtype` as `collect` gives it (a TIMESTAMP's as its
+    microseconds since the epoch, `unix_micros`: `collect` would shift it to this process's time
+    zone), as a SQL constant Spark reads as exactly that value of exactly that type; None for a
+    type or value it is not spelled for. A number is written as a string cast to its type (a
+    DOUBLE's shortest round-trip digits, a DECIMAL's plain digits): Spark's and DuckDB's casts
+    from a string are exact (correctly rounded, for a DOUBLE), and a DECIMAL(p, s) or a BIGINT
+    keep their type, which a bare literal would not (`1.50` is DECIMAL(3, 2), `5` an INT). A
+    TIMESTAMP is written in UTC with its offset, so the session's time zone cannot make it
+    ambiguous (the hour a clock turned back repeats)."""
+    if value is None:
+        spelled = _typed(exp.null(), dtype) if _spelled_type(dtype) else None
+    else:
+        spelled = _spelled(value, dtype)
+    if spelled is not None:
+        spelled.meta[CONSTANT] = True
+    return spelled
+
+
+def is_constant(node: exp.Expr) -> bool:
+    """Whether `node` is a constant `constant` spelled."""
+    return bool(node.meta.get(CONSTANT))
+
+
+def _spelled_type(dtype: DataType) -> bool:
+    return isinstance(dtype, (BooleanType, *NUMBERS, DateType, TimestampType, TimestampNTZType)) \
+        or family(dtype) == "string"
+
+
+def _spelled(value: Any, dtype: DataType) -> exp.Expr | None:
+    if isinstance(dtype, BooleanType):
+        return exp.Boolean(this=bool(value))
+    if isinstance(dtype, INTEGRAL):
+        return _typed(exp.Literal.number(str(int(value))), dtype)
+    if isinstance(dtype, (FloatType, DoubleType)):
+        text = ("NaN" if math.isnan(value) else "Infinity" if value == math.inf
+                else "-Infinity" if value == -math.inf else repr(float(value)))
+        return _typed(exp.Literal.string(text), dtype)
+    if isinstance(dtype, DecimalType):
+        return _typed(exp.Literal.string(format(value, "f")), dtype)
+    if family(dtype) == "string":
+        return exp.Literal.string(value)
+    if isinstance(dtype, DateType):
+        return _typed(exp.Literal.string(value.isoformat()), dtype)
+    if isinstance(dtype, TimestampNTZType):
+        return _typed(exp.Literal.string(value.isoformat(sep=" ")), dtype)
+    if isinstance(dtype, TimestampType):
+        try:
+            utc = _EPOCH + datetime.timedelta(microseconds=value)
+        except OverflowError:  # beyond Python's years 1 to 9999
+            return None
+        return _typed(exp.Literal.string(utc.isoformat(sep=" ") + "+00:00"), dtype)
+    return None
+
+
+def _typed(value: exp.Expr, dtype: DataType) -> exp.Expr | None:
+    try:
+        to = exp.DataType.build(type_sql(dtype), dialect="spark")
+    except SqlglotError:
+        return None
+    return exp.Cast(this=value, to=to)
+
+
+__all__ = ["CONSTANT", "INTEGRAL", "INTEGRAL_SQL", "NUMBERS", "castable", "constant", "empty", "family",
+           "family_of_name", "is_constant", "null_columns", "orderable", "quoted", "struct", "sum_type",
+           "type_sql", "widened"]

@@ -14,6 +14,11 @@ evaluates an expression on every row Spark does: so its optimizer may not rewrit
 arithmetic (endgame/driver.py), and a filter (WHERE, ON) holds no arithmetic or cast, since
 DuckDB orders a filter's conjuncts its own way (`(i + 1) > 0 AND k < 2` tests `k < 2` first, so
 the row whose `i + 1` overflows in Spark never reaches the sum).
+
+A constant recsql spelled for a value Spark computed (a loop-invariant subquery's,
+`spark_types.constant`) is one node to the allowlist, whatever it is written with: it holds no
+operation on a row, cannot raise, and DuckDB reads it as the same value of the same type, for the
+types listed in `_CONSTANT_TYPES`.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 
 from sqlglot import exp
 
-from recsql.executor.analysis.spark_types import family_of_name
+from recsql.executor.analysis.spark_types import family_of_name, is_constant
 
 # Node types a translatable branch may contain (exact types: a subclass is a different form).
 ALLOWED_NODES: frozenset[type[exp.Expression]] = frozenset({
@@ -42,6 +47,14 @@ _EXACT_ARITHMETIC = {"INTEGER", "BIGINT", "DOUBLE"}  # same result types, IEEE d
 # integer overflow raises in DuckDB (the iteration then goes back to Spark)
 _CAST_TARGETS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
                  exp.DataType.Type.TINYINT, exp.DataType.Type.DOUBLE}
+# The types of the constants recsql spells (`spark_types.constant`) that DuckDB reads exactly as
+# Spark does: the same integer, the same IEEE value (both parse a string correctly rounded), the
+# same decimal digits, the same proleptic Gregorian date. Not a TIMESTAMP (the driver mirrors no
+# time zone). A string or a boolean is a bare literal.
+_CONSTANT_TYPES = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT,
+                   exp.DataType.Type.BIGINT, exp.DataType.Type.FLOAT, exp.DataType.Type.DOUBLE,
+                   exp.DataType.Type.DECIMAL, exp.DataType.Type.VARCHAR, exp.DataType.Type.TEXT,
+                   exp.DataType.Type.BOOLEAN, exp.DataType.Type.DATE}
 
 
 class Untranslatable(Exception):
@@ -63,7 +76,10 @@ def check_forms(select: exp.Expr, references: Collection[str]) -> None:
     if not isinstance(select, exp.Select):
         raise Untranslatable(f"a {type(select).__name__} branch")
     _check_joins(select, references)
-    for node in select.walk():
+    for node in select.walk(prune=is_constant):
+        if is_constant(node):
+            _check_constant(node)
+            continue
         if type(node) not in ALLOWED_NODES:
             raise Untranslatable(f"{type(node).__name__} `{node.sql('rasql')[:60]}`")
         if isinstance(node, exp.Subquery) and not _constant_row(node):
@@ -73,8 +89,8 @@ def check_forms(select: exp.Expr, references: Collection[str]) -> None:
         if isinstance(node, exp.Literal) and not node.is_string and not plain_number(node.this):
             raise Untranslatable(f"number literal {node.this}")
     for condition in _filters(select):
-        for node in condition.walk():
-            if isinstance(node, _MAY_RAISE) and not _negative_literal(node):
+        for node in condition.walk(prune=is_constant):
+            if isinstance(node, _MAY_RAISE) and not _negative_literal(node) and not is_constant(node):
                 raise Untranslatable(f"{type(node).__name__} in a filter `{condition.sql('rasql')[:60]}`")
 
 
@@ -110,6 +126,11 @@ def _check_joins(select: exp.Select, references: Collection[str]) -> None:
             if any(reads_group(side) for side in padded):
                 raise Untranslatable(f"a recursive reference on the side `{join.sql('rasql')[:60]}` pads or filters by")
         before.append(join)
+
+
+def _check_constant(node: exp.Expr) -> None:
+    if isinstance(node, exp.Cast) and node.to.this not in _CONSTANT_TYPES:
+        raise Untranslatable(f"a constant of type {node.to.sql('rasql')}")
 
 
 def _constant_row(subquery: exp.Subquery) -> bool:
@@ -150,8 +171,9 @@ def plain_number(text: str) -> bool:
 
 
 def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expr]]]:
-    """(rule, operands) for each node whose meaning depends on its operands' types."""
-    for node in select.walk():
+    """(rule, operands) for each node whose meaning depends on its operands' types (a constant
+    recsql spelled is an operand, never a cast)."""
+    for node in select.walk(prune=is_constant):
         if isinstance(node, (exp.Add, exp.Sub, exp.Mul)):
             yield "arithmetic", [node.left, node.right]
         elif isinstance(node, exp.Neg):
@@ -169,7 +191,7 @@ def typed_operands(select: exp.Select) -> Iterator[tuple[str, list[exp.Expr]]]:
         elif isinstance(node, exp.If):
             yield "comparable", [node.args["true"], *([node.args["false"]]
                                                      if node.args.get("false") else [])]
-        elif isinstance(node, exp.Cast):
+        elif isinstance(node, exp.Cast) and not is_constant(node):
             yield "cast", [node.this]
 
 

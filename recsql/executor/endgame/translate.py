@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 )
 from sqlglot import exp
 
-from recsql.executor.analysis.spark_types import INTEGRAL_SQL
+from recsql.executor.analysis.spark_types import INTEGRAL_SQL, is_constant
 from recsql.executor.endgame.driver_sql import Untranslatable, check_forms, check_types, strict_casts
 from recsql.executor.endgame.strings import spark_strings
 from recsql.executor.loop.protocols import Loop
@@ -159,7 +159,7 @@ def truncate_casts(con: Any, select: exp.Select, whole: dict[str, str]) -> None:
     """Spark's CAST of a fractional number to an integral type truncates, DuckDB's rounds:
     truncate first where the operand is FLOAT/DOUBLE/DECIMAL (typed by a DuckDB probe)."""
     casts = [c for c in select.find_all(exp.Cast)
-             if c.to.is_type(*exp.DataType.INTEGER_TYPES)]
+             if c.to.is_type(*exp.DataType.INTEGER_TYPES) and not is_constant(c)]
     if not casts:
         return
     types = [t.upper() for t in probe_types(con, select, whole, [c.this for c in casts])]
