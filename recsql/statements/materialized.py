@@ -458,9 +458,11 @@ def shape_reason(plan: QueryPlan, appended: set[TableName]) -> str | None:
                 return (f"a branch of CTE {cte.name} has {form}, so a row added to a base table "
                         "can take a derived row away: the query is not monotone")
             for table in appended:
-                # a subquery the branch runs as its value (evaluated once, `Branch.invariants`):
-                # new rows change the value, and with it what the stored rows derive
-                if any(_reads(subquery, {table}) for subquery in branch.invariants):
+                # a query nested in the branch (a scalar, IN or EXISTS subquery, a derived table):
+                # its value or rows over the table grown are not its old ones plus the new rows'
+                # (a min, a count, a correlated comparison), and what the stored rows derive with
+                if any(_reads(nested, {table}) for nested in branch.select.find_all(exp.Select)
+                       if nested is not branch.select):
                     return (f"a branch of CTE {cte.name} reads {table} in a subquery whose value "
                             "new rows change")
                 count = _reads(branch.select, {table}) + sum(b.table == table for b in branch.bases)

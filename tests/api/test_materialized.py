@@ -346,6 +346,29 @@ def test_appends_to_a_table_a_subquery_reads_refresh_in_full(spark, edges):
         spark.sql(f"DROP TABLE IF EXISTS {caps}")
 
 
+def test_appends_to_a_table_a_correlated_subquery_reads_refresh_in_full(spark, edges):
+    """Each node's cheapest edges alone: an appended cheaper edge out of a node takes away the
+    edge it reached before, and the nodes beyond it (the continued fixpoint would keep them)."""
+    table, made = edges
+    data = [(0, 1, 1), (1, 2, 1)]
+    write(spark, table, data, "create")
+    view = create(spark, made, """WITH recursive reach (Node) AS (SELECT 0)
+      UNION (SELECT e.Dst FROM reach r JOIN {edges} e ON r.Node = e.Src
+             WHERE e.Cost = (SELECT min(x.Cost) FROM {edges} x WHERE x.Src = e.Src))
+      SELECT Node FROM reach""", table)
+
+    def cheapest(edges_now):
+        least = {u: min(c for s, _, c in edges_now if s == u) for u, _, _ in edges_now}
+        return [(0,)] + reach_oracle([(u, v, c) for u, v, c in edges_now if c == least[u]])
+
+    assert rows(spark.table(view)) == cheapest(data)
+    write(spark, table, [(0, 3, 0)])
+    text = recsql.explain(f"REFRESH MATERIALIZED VIEW {view}", spark=spark)
+    assert text.splitlines()[0].endswith(": full refresh") and "whose value new rows change" in text, text
+    recsql.refresh(view, spark=spark)
+    assert rows(spark.table(view)) == cheapest(data + [(0, 3, 0)]) == [(0,), (3,)]
+
+
 def cc_oracle(edges):
     """(X, C): every edge's source with the least node of its component (the table symmetric)."""
     return sorted(oracles.min_label_components([(u, v) for u, v, _ in edges]))
