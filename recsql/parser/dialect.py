@@ -200,6 +200,28 @@ class RaSQLParser(SparkParser):
             return exp.column(exp.to_identifier(self._prev.text))
         return super()._parse_primary()
 
+    def _parse_column(self) -> exp.Expr | None:
+        # Spark reads `X 'F0'` as `X'F0'`: X is one of its literal types (`literalType`), written
+        # before a string as DATE is; sqlglot knows only the form without the space.
+        if (
+            self._curr
+            and self._curr.token_type == TokenType.VAR
+            and self._curr.text.upper() == "X"
+            and self._next
+            and self._next.token_type == TokenType.STRING
+        ):
+            self._advance(2)
+            return self.expression(exp.HexString(this=self._prev.text))
+        return super()._parse_column()
+
+    def _parse_value(self, values: bool = True) -> exp.Tuple | None:
+        # A row of Spark's `VALUES 1, 2 AS t(x)` is one expression, never an aliased one
+        # (`inlineTable`): sqlglot read `2 AS t` as the last row and lost the table's name.
+        if self._curr and self._curr.token_type == TokenType.L_PAREN:
+            return super()._parse_value(values)
+        expression = self._parse_assignment()
+        return self.expression(exp.Tuple(expressions=[expression])) if expression else None
+
     def _parse_refresh(self) -> exp.Refresh | exp.Command:
         # Databricks' `REFRESH MATERIALIZED VIEW name FULL`: recompute instead of refreshing from
         # what changed (recsql.statements.materialized)

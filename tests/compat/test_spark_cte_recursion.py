@@ -457,6 +457,16 @@ def test_refused_by_spark_is_refused_clearly(spark, name):
         spark.conf.unset("spark.sql.cteRecursionLevelLimit")
 
 
+@pytest.mark.parametrize("query", [
+    "WITH RECURSIVE r(n) AS (SELECT x FROM VALUES 1, 2 AS t(x) UNION ALL SELECT n + 1 FROM r WHERE n < 3) "
+    "SELECT * FROM r",
+    "WITH RECURSIVE r(n) AS (SELECT x FROM VALUES 'a', 'b' t(x) UNION ALL SELECT n || hex(X 'F0') FROM r "
+    "WHERE length(n) < 4) SELECT * FROM r",
+])
+def test_sparks_spellings_of_values_rows_and_binary_literals(spark, query):
+    assert bag(recsql.sql(query, spark=spark)) == bag(spark.sql(query))
+
+
 @pytest.mark.parametrize("name", list(EXTENSIONS))
 def test_extensions_match_a_python_fixpoint(spark, name):
     query, expected = EXTENSIONS[name]

@@ -71,6 +71,19 @@ def test_from_and_to_are_column_names():
     assert tree.args["from_"].this.name == "warc"
 
 
+@pytest.mark.parametrize("written, as_spark_reads_it", [
+    # a bare row of VALUES is one expression: `2 AS t` is not a row, `t` names the table
+    ("SELECT * FROM VALUES 1, 2 AS t(x)", "SELECT * FROM VALUES (1), (2) AS t(x)"),
+    ("SELECT * FROM VALUES 'a', 1 + 2 t(x)", "SELECT * FROM VALUES ('a'), (1 + 2) AS t(x)"),
+    ("SELECT * FROM VALUES (1, 2), (3, 4) AS t(x, y)", "SELECT * FROM VALUES (1, 2), (3, 4) AS t(x, y)"),
+    # X before a string is a binary literal, with or without a space (Spark's `literalType`)
+    ("SELECT hex(X 'F0'), x'0a'", "SELECT HEX(X'F0'), X'0a'"),
+    ("SELECT x FROM x WHERE x = 'a'", "SELECT x FROM x WHERE x = 'a'"),
+])
+def test_spark_spellings_of_values_rows_and_binary_literals(written, as_spark_reads_it):
+    assert sqlglot.parse_one(written, read="rasql").sql("rasql") == as_spark_reads_it
+
+
 def test_parse_statement_peels_explain():
     q = "EXPLAIN FORMATTED WITH RECURSIVE r (X) AS (SELECT 1 UNION SELECT X + 1 FROM r WHERE X < 3) SELECT * FROM r"
     stmt = parse_statement(q)
