@@ -1,8 +1,8 @@
 """Adjacency index (recsql/executor/strategies/index.py, on by default): a branch that joins its delta with
 one base table on the key runs in its direct form, the delta joined with the base copy grouped by
-key, then unnested. Answers are checked against plain-Python oracles; the
-statistics say which iterations read the index, and which read it filtered by a tiny delta's keys. Its placement (no shuffle but the candidates')
-is tested in test_placement.py, its string and two-column keys in test_lookup.py."""
+key, then unnested. Answers are checked against plain-Python oracles; the statistics say which
+iterations read the index, and which read it filtered by a tiny delta's keys. Its placement (no
+shuffle but the candidates') is tested in test_placement.py, its string and two-column keys in test_lookup.py."""
 
 from __future__ import annotations
 
