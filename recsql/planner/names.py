@@ -34,7 +34,7 @@ class TableName:
     def sql(self) -> str:
         """Every part back-quoted, as Spark names a relation in its messages; what
         `spark.table` and `DataFrameWriter.saveAsTable` resolve exactly as the SQL did."""
-        return ".".join(_quote(p) for p in self.parts)
+        return ".".join(quote(p) for p in self.parts)
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -53,10 +53,11 @@ class TableName:
 
     def __str__(self) -> str:
         """As a person reads it: parts quoted only where they must be (`analytics.edges`)."""
-        return ".".join(p if _PLAIN.fullmatch(p) else _quote(p) for p in self.parts)
+        return ".".join(p if _PLAIN.fullmatch(p) else quote(p) for p in self.parts)
 
 
-def _quote(part: str) -> str:
+def quote(part: str) -> str:
+    """`part` as one quoted SQL identifier."""
     return "`" + part.replace("`", "``") + "`"
 
 

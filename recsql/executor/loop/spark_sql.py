@@ -13,7 +13,6 @@ import sqlglot
 from pyspark.errors import AnalysisException, ParseException, PySparkException
 from pyspark.logger import PySparkLogger
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
@@ -72,7 +71,7 @@ def run_sql(
     # a view uncaches every cache entry of the same plan: a binding that is exactly a user's cached
     # table (a DataFrame argument, a base table read for typing) lost the user's cache. A filter
     # that is always true makes another plan, which the optimizer removes again.
-    bound = {name: df.filter(F.lit(True)) for name, df in bindings.items()}
+    bound = {name: df.filter("true") for name, df in bindings.items()}  # text: no Column to build
     try:
         return spark.sql(text, args=used_args or None, **bound)
     except (AnalysisException, ParseException) as error:

@@ -51,8 +51,9 @@ def ranked_type(schema: StructType, column: HeadColumn, payload: list[HeadColumn
 class _ExtremaMerge(TypedDict):
     """`ExtremaState.merge`'s expressions: aggregates, and projections (which take names too)."""
 
+    key: list[Column]
     new: list[Column]
-    old: list[Column | str]
+    old: list[Column]
     merged: list[Column]
     order: list[str] | None
 
@@ -111,7 +112,8 @@ class RelationState:
     def commit(self, merged: DataFrame, metrics: dict) -> None:
         """Take an iteration's checkpointed merge and the sizes its action observed."""
         self.all = merged.drop(CHANGED)
-        self.delta = merged.filter(F.col(CHANGED)).drop(CHANGED)
+        # the flag as SQL text: `F.col` costs 13 Py4J round trips on classic Spark, the text one
+        self.delta = merged.filter(CHANGED).drop(CHANGED)
         self._sizes(metrics)
         self.total_rows = metrics["total_rows"]
 
@@ -180,9 +182,9 @@ class ExtremaState(RelationState):
 
     def merge(self, candidates: DataFrame) -> DataFrame:
         plan = self.merge_columns
-        new = candidates.groupBy(*self.key).agg(*plan["new"])
+        new = candidates.groupBy(*plan["key"]).agg(*plan["new"])
         old = self.all.select(*plan["old"])
-        merged = old.unionByName(new).groupBy(*self.key).agg(*plan["merged"])
+        merged = old.unionByName(new).groupBy(*plan["key"]).agg(*plan["merged"])
         return merged if plan["order"] is None else merged.select(*plan["order"])
 
     @cached_property
@@ -194,8 +196,9 @@ class ExtremaState(RelationState):
 
         A column with payload is merged as its `ranked` tuple (in a column of its own, `BEST`
         + name); the winning tuple's fields are the column's and its payload's new values."""
+        key = [F.col(k) for k in self.key]  # names cost a Column each time they are passed
         new: list[Column] = []
-        old: list[Column | str] = list(self.key)
+        old: list[Column] = list(key)
         nulls: list[Column] = []
         merged: list[Column] = []
         grouped = list(self.key)
@@ -221,6 +224,7 @@ class ExtremaState(RelationState):
                 merged.append(spark(fields[column.name]).alias(column.name))
                 grouped.append(column.name)
         return {
+            "key": key,
             "new": [*new, *nulls, F.lit(False).alias(OLD)],
             "old": [*old, F.lit(True).alias(OLD)],
             "merged": [*merged, changed.alias(CHANGED)],
@@ -289,11 +293,11 @@ class ContributorState(RelationState):
     def commit(self, merged: DataFrame, metrics: dict) -> None:
         aggs = self.cte.aggregates
         self.contributors = merged.select(*self.key, CONTRIB, *[c.name for c in aggs])
-        groups = merged.filter(F.col(REP)).select(
+        groups = merged.filter(REP).select(
             *self.key, *[F.col("__rq_total_" + c.name).alias(c.name) for c in aggs], CHANGED
         )
         self.all = groups.select(*self.columns)
-        self.delta = groups.filter(F.col(CHANGED)).select(*self.columns)
+        self.delta = groups.filter(CHANGED).select(*self.columns)
         self._sizes(metrics)
         self.total_rows = metrics["total_rows"]
 

@@ -37,6 +37,7 @@ from recsql.executor.loop.spark_sql import render, run_sql
 from recsql.executor.state.relations import RelationState
 from recsql.executor.strategies.lookup import Lookup, delta_keys_filter, field_named
 from recsql.planner.model import DELTA, BaseRelation, Branch, CTEPlan, Ref, RefJoin
+from recsql.planner.names import quote
 
 ROWS = "__rq_rows"
 JOINED = "__rq_direct"  # the binding of the direct form's one relation
@@ -53,6 +54,8 @@ class Index:
         self.used: set[str] = set()  # the CTEs whose candidates of this iteration read an index
         # (cte, id(branch)) -> the direct form's SQL text, or None where the branch has none
         self.texts: dict[tuple[str, int], Direct | None] = {}
+        # `joined`'s join condition and projections, by the names they read (see `join_expressions`)
+        self.joins: dict[tuple, tuple[Column, list[str], list[str]]] = {}
 
     def watch(self, cte: CTEPlan, candidates: DataFrame, iteration: int) -> DataFrame:
         return candidates
@@ -124,14 +127,13 @@ class Index:
             index = index.filter(delta_keys_filter(keys, columns, base.columns))
             self.lookup.used.add(cte.key)
         names = [f"__rq_d{i}" for i in range(len(state.columns))]
-        delta = state.delta.toDF(*names)
-        by_name = {c.lower(): n for c, n in zip(state.columns, names)}
-        on = [delta[by_name[r.lower()]] == index[b] for r, b in zip(columns, base.columns)]
-        pairs = delta.hint("shuffle_hash").join(index, on).select(*names, *base.columns, F.inline(ROWS))
-        return pairs.select(
-            F.struct(*[F.col(n).alias(c) for n, c in zip(names, state.columns)]).alias(aliases[0]),
-            F.struct(*copy.df.columns).alias(aliases[1]),
-        )
+        key = (tuple(state.columns), columns, base.columns, aliases, tuple(copy.df.columns))
+        if key not in self.joins:
+            self.joins[key] = join_expressions(names, state.columns, columns, base.columns, aliases,
+                                               copy.df.columns)
+        on, unnest, structs = self.joins[key]
+        pairs = state.delta.toDF(*names).hint("shuffle_hash").join(index, on).selectExpr(*unnest)
+        return pairs.selectExpr(*structs)
 
     def index(self, cte: CTEPlan, copy: PartitionedBase, columns: tuple[str, ...]) -> DataFrame:
         """The copy's index; built (one job) from the copy the first time it is asked for where
@@ -145,6 +147,24 @@ class Index:
                 aggregate(index, [F.count(F.lit(1)).alias("keys")])
             copy.index = index
         return copy.index
+
+
+def join_expressions(names: list[str], delta_columns: list[str], columns: tuple[str, ...],
+                     base_columns: tuple[str, ...], aliases: tuple[str, str], copy_columns: list[str]):
+    """`joined`'s join condition (the delta renamed to `names`, its `columns` equal to the
+    index's `base_columns`), its unnesting projection and its two structs, as SQL text: built
+    once per set of names, since each Column built in pyspark costs Py4J round trips (about 10
+    each for `F.col`, `alias`, `==` on classic Spark) where an expression string costs none
+    until the projection parses it. The delta's renamed columns and the index's never share a
+    name, so the condition's names resolve without naming a side."""
+    by_name = {c.lower(): n for c, n in zip(delta_columns, names)}
+    on = F.expr(" AND ".join(f"{quote(by_name[r.lower()])} = {quote(b)}"
+                             for r, b in zip(columns, base_columns)))
+    unnest = [*map(quote, names), *map(quote, base_columns), f"inline({quote(ROWS)})"]
+    delta = ", ".join(f"{quote(n)} AS {quote(c)}" for n, c in zip(names, delta_columns))
+    copy = ", ".join(map(quote, copy_columns))
+    structs = [f"struct({delta}) AS {quote(aliases[0])}", f"struct({copy}) AS {quote(aliases[1])}"]
+    return on, unnest, structs
 
 
 def build(rows: DataFrame, columns: tuple[str, ...]) -> DataFrame | None:
